@@ -1,0 +1,1 @@
+"""Command-line tools, one module per tool, plus kaldi_cli (the shared Kaldi conventions)."""

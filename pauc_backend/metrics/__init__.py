@@ -1,0 +1,1 @@
+"""Evaluation metrics (numpy only): EER, minDCF, pAUC, AUC, AP, actDCF, Cllr, DET/ROC points."""

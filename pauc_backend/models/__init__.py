@@ -1,0 +1,1 @@
+"""Models (numpy only, no files): LDA, PLDA, PaucMetric/TripletMetric, calibration."""

@@ -1,0 +1,57 @@
+"""Shared test fixtures: where the golden Kaldi data and the real ETRI data live, and a tool runner.
+
+The golden data (../shared/golden beside the checkout) was produced by the real Kaldi binaries;
+its scp files hold paths relative to that folder, so tools that read them run with it as cwd.
+"""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+GOLDEN = SHARED / "golden"
+ETRI = SHARED / "realdata" / "etri"
+BIN = REPO / "bin"
+
+
+def tool_env():
+    """Environment with bin/ first on PATH, so pipes inside rspecifiers find our tools."""
+    env = dict(os.environ)
+    env["PATH"] = str(BIN) + os.pathsep + env.get("PATH", "")
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def run_tool(name, *args, cwd=None, input=None, check=False):
+    """Run ``bin/<name> args...``; return the CompletedProcess (bytes stdout/stderr)."""
+    proc = subprocess.run([sys.executable, str(BIN / name), *map(str, args)], cwd=cwd,
+                          input=input, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          env=tool_env())
+    if check and proc.returncode != 0:
+        raise AssertionError("%s failed (%d):\n%s" % (name, proc.returncode,
+                                                     proc.stderr.decode(errors="replace")))
+    return proc
+
+
+def run_shell(command, cwd=None, input=None):
+    """Run a shell pipeline with bin/ on PATH (for pipes between tools, as in a recipe)."""
+    return subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=cwd, input=input,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=tool_env())
+
+
+@pytest.fixture
+def golden():
+    if not GOLDEN.is_dir():
+        pytest.skip("../shared/golden is not beside the checkout")
+    return GOLDEN
+
+
+@pytest.fixture
+def etri():
+    if not (ETRI / "trials").is_file():
+        pytest.skip("../shared/realdata/etri is not beside the checkout")
+    return ETRI
