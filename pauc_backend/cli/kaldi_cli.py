@@ -292,10 +292,10 @@ class Tool:
             opts, args, standard = self.parse(argv)
         except UsageError as err:  # Kaldi: usage, then ERROR Invalid option, exit 255
             sys.stderr.write(self.usage_text() + "\n")
-            self._error(str(err), None)
+            self._error(str(err), err)
             return 255
         except KaldiError as err:
-            self._error(str(err), None)
+            self._error(str(err), err)
             return 255
         self.log.verbose = standard["verbose"]
         if standard["help"]:
