@@ -1,0 +1,309 @@
+"""Probabilistic LDA exactly as Kaldi's ``src/ivector/plda.cc`` (Ioffe 2006, two-covariance EM).
+
+The model maps a vector x to u = transform_ (x - mean_), a space where the within-class
+covariance is I and the between-class covariance is diag(psi_). Everything is vectorised:
+the EM groups speakers of equal size n (its gain matrices depend only on n), and trial scoring
+is matrix arithmetic over the distinct enrollment and test vectors.
+"""
+
+import numpy as np
+
+_LOG_2PI = np.log(2.0 * np.pi)
+
+
+def _sym(matrix):
+    return 0.5 * (matrix + matrix.T)
+
+
+def _inv_spd(matrix, what):
+    try:
+        return _sym(np.linalg.inv(matrix))
+    except np.linalg.LinAlgError:
+        raise ValueError("%s is singular, unable to estimate PLDA." % what) from None
+
+
+def _sorted_eigh(matrix):
+    """Symmetric eigendecomposition, eigenvalues decreasing (Kaldi's Eig + SortSvd)."""
+    values, vectors = np.linalg.eigh(_sym(matrix))
+    order = np.argsort(-values, kind="stable")
+    return values[order], vectors[:, order]
+
+
+def _cholesky(matrix, what):
+    try:
+        return np.linalg.cholesky(_sym(matrix))
+    except np.linalg.LinAlgError:
+        raise ValueError("%s is not positive definite." % what) from None
+
+
+def _normalizing_transform(covar, what):
+    """C^-1 where covar = C C^T (Kaldi's ComputeNormalizingTransform)."""
+    chol = _cholesky(covar, what)
+    return np.linalg.solve(chol, np.eye(len(chol)))
+
+
+def _check_finite(X, name):
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2:
+        raise ValueError("%s must be a 2-D array, got shape %s" % (name, X.shape))
+    if not np.all(np.isfinite(X)):
+        row = int(np.flatnonzero(~np.all(np.isfinite(X), axis=1))[0])
+        raise ValueError("%s row %d contains NaN or Inf" % (name, row))
+    return X
+
+
+class PLDA:
+    """PLDA model (Kaldi ``Plda``); ``fit`` mirrors PldaStats + PldaEstimator.
+
+    Fitted attributes: ``mean_`` (mean of the class means), ``transform_`` (D x D, rows of
+    arbitrary sign), ``psi_`` (between-class variances, decreasing), ``offset_`` (-transform_ mean_).
+    After ``fit`` also ``within_var_trace_``/``between_var_trace_`` (one entry per EM iteration),
+    ``num_classes_`` and ``num_examples_``.
+    """
+
+    def __init__(self, num_em_iters=10):
+        self.num_em_iters = num_em_iters
+
+    @classmethod
+    def from_params(cls, mean, transform, psi):
+        """A model from stored parameters (e.g. a Kaldi ``<Plda>`` file)."""
+        mean = np.array(mean, dtype=np.float64).ravel()
+        transform = np.array(transform, dtype=np.float64)
+        psi = np.array(psi, dtype=np.float64).ravel()
+        dim = mean.shape[0]
+        if dim == 0 or transform.shape != (dim, dim) or psi.shape != (dim,):
+            raise ValueError("Inconsistent PLDA parameters: mean dim %d, transform %s, psi dim %d"
+                             % (dim, transform.shape, psi.shape[0]))
+        model = cls()
+        model.mean_, model.transform_, model.psi_ = mean, transform, psi
+        model._compute_derived()
+        return model
+
+    @property
+    def dim(self):
+        return self.mean_.shape[0]
+
+    def _compute_derived(self):
+        self.offset_ = -self.transform_ @ self.mean_
+
+    # -- estimation ---------------------------------------------------------------------------
+    def fit(self, X, y):
+        """Estimate by EM from vectors X (N x D) with class labels y (PldaEstimator::Estimate).
+
+        Classes with one example are used (they inform the between-class covariance).
+        """
+        X = _check_finite(X, "X")
+        y = np.asarray(y)
+        if y.shape != (X.shape[0],):
+            raise ValueError("X has %d rows but y has %d labels" % (X.shape[0], y.size))
+        if X.shape[0] == 0:
+            raise ValueError("No stats accumulated, unable to estimate PLDA.")
+        num_examples, dim = X.shape
+        if num_examples <= dim:
+            raise ValueError("Number of training iVectors is not greater than their dimension, "
+                             "unable to estimate PLDA.")
+        _, label_index = np.unique(y, return_inverse=True)
+        counts = np.bincount(label_index)
+        if np.all(counts == 1):
+            raise ValueError("No speakers with multiple utterances, unable to estimate PLDA.")
+        order = np.argsort(label_index, kind="stable")
+        starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+        sorted_X = X[order]
+        class_means = np.add.reduceat(sorted_X, starts, axis=0) / counts[:, None]
+        centred = sorted_X - np.repeat(class_means, counts, axis=0)
+        offset_scatter = centred.T @ centred
+        num_classes = counts.shape[0]
+        global_mean = class_means.sum(axis=0) / num_classes
+        mean_offsets = class_means - global_mean
+
+        # Per distinct class size n: number of classes and the scatter of their centred means.
+        sizes, size_index = np.unique(counts, return_inverse=True)
+        size_counts = np.bincount(size_index)
+        size_scatter = np.zeros((sizes.shape[0], dim, dim))
+        for k in range(sizes.shape[0]):
+            rows = mean_offsets[size_index == k]
+            size_scatter[k] = rows.T @ rows
+
+        within, between = np.eye(dim), np.eye(dim)
+        self.within_var_trace_, self.between_var_trace_ = [], []
+        for _ in range(self.num_em_iters):
+            within, between = self._em_step(within, between, offset_scatter, sizes, size_counts,
+                                             size_scatter, num_examples, num_classes)
+            self.within_var_trace_.append(float(np.trace(within)))
+            self.between_var_trace_.append(float(np.trace(between)))
+
+        self.mean_ = global_mean
+        transform1 = _normalizing_transform(within, "Within-class covariance")
+        psi, vectors = _sorted_eigh(transform1 @ between @ transform1.T)
+        self.psi_ = np.maximum(psi, 0.0)
+        self.transform_ = vectors.T @ transform1
+        self.num_classes_, self.num_examples_ = num_classes, num_examples
+        self._compute_derived()
+        return self
+
+    @staticmethod
+    def _em_step(within, between, offset_scatter, sizes, size_counts, size_scatter,
+                 num_examples, num_classes):
+        """One E-M iteration (PldaEstimator::EstimateOneIter), summed per class size n.
+
+        For a class of size n with centred mean m: w = A_n m with A_n = mixed_n n W^-1 and
+        mixed_n = (B^-1 + n W^-1)^-1, so sums of w w^T and (m-w)(m-w)^T over the classes of
+        size n need only S_n = sum of m m^T.
+        """
+        dim = within.shape[0]
+        within_inv = _inv_spd(within, "Within-class covariance")
+        between_inv = _inv_spd(between, "Between-class covariance")
+        within_stats = offset_scatter.copy()
+        between_stats = np.zeros((dim, dim))
+        identity = np.eye(dim)
+        for n, count, scatter in zip(sizes, size_counts, size_scatter):
+            mixed = _inv_spd(between_inv + n * within_inv, "Between-class covariance")
+            gain = n * mixed @ within_inv  # w = gain m
+            residual = identity - gain
+            between_stats += count * mixed + gain @ scatter @ gain.T
+            within_stats += n * count * mixed + n * (residual @ scatter @ residual.T)
+        within_count = (num_examples - num_classes) + num_classes
+        return _sym(within_stats) / within_count, _sym(between_stats) / num_classes
+
+    # -- adaptation and smoothing -------------------------------------------------------------
+    def adapt(self, X, mean_diff_scale=1.0, within_covar_scale=0.3, between_covar_scale=0.7):
+        """Unsupervised adaptation to unlabelled in-domain X (PldaUnsupervisedAdaptor::UpdatePlda).
+
+        Afterwards ``adapt_eigenvalues_`` (s), ``adapt_within_``/``adapt_between_`` (the
+        projected within/between variances per eigen-direction, before adding the excess) hold
+        what Kaldi logs. ``offset_`` is recomputed (Kaldi does it when the model is re-read).
+        """
+        X = _check_finite(X, "X")
+        if X.shape[0] == 0:
+            raise ValueError("No adaptation vectors, unable to adapt PLDA.")
+        if X.shape[1] != self.dim:
+            raise ValueError("Adaptation vectors have dimension %d but the PLDA has %d"
+                             % (X.shape[1], self.dim))
+        if mean_diff_scale < 0:
+            raise ValueError("--mean-diff-scale must be >= 0, got %g" % mean_diff_scale)
+        mean = X.mean(axis=0)
+        centred = X - mean
+        variance = centred.T @ centred / X.shape[0]
+        mean_diff = mean - self.mean_
+        variance += mean_diff_scale * np.outer(mean_diff, mean_diff)
+
+        transform_mod = self.transform_ / np.sqrt(1.0 + self.psi_)[:, None]
+        s, P = _sorted_eigh(transform_mod @ variance @ transform_mod.T)
+        within_proj = (P.T * (1.0 / (1.0 + self.psi_))) @ P
+        between_proj = (P.T * (self.psi_ / (1.0 + self.psi_))) @ P
+        self.adapt_eigenvalues_ = s
+        self.adapt_within_ = np.diag(within_proj).copy()
+        self.adapt_between_ = np.diag(between_proj).copy()
+        excess = np.where(s > 1.0, s - 1.0, 0.0)
+        within_proj[np.diag_indices(self.dim)] += excess * within_covar_scale
+        between_proj[np.diag_indices(self.dim)] += excess * between_covar_scale
+
+        combined_inv = np.linalg.inv(P.T @ transform_mod)
+        within_mod = combined_inv @ within_proj @ combined_inv.T
+        between_mod = combined_inv @ between_proj @ combined_inv.T
+        chol_inv = _normalizing_transform(within_mod, "Adapted within-class covariance")
+        psi, Q = _sorted_eigh(chol_inv @ between_mod @ chol_inv.T)
+        self.mean_ = mean
+        self.transform_ = Q.T @ chol_inv
+        self.psi_ = psi
+        self._compute_derived()
+        return self
+
+    def smooth_within(self, smoothing_factor):
+        """Add smoothing_factor x between-class to within-class covariance
+        (Plda::SmoothWithinClassCovariance)."""
+        if not 0.0 <= smoothing_factor <= 1.0:
+            raise ValueError("Smoothing factor must be in [0, 1], got %g" % smoothing_factor)
+        within = 1.0 + smoothing_factor * self.psi_
+        self.psi_ = self.psi_ / within
+        self.transform_ = self.transform_ * (within ** -0.5)[:, None]
+        self._compute_derived()
+        return self
+
+    # -- application --------------------------------------------------------------------------
+    def _check_dim(self, X, name):
+        X = _check_finite(X, name)
+        if X.shape[1] != self.dim:
+            raise ValueError("%s have dimension %d but the PLDA model has dimension %d"
+                             % (name, X.shape[1], self.dim))
+        return X
+
+    def transform(self, X, num_utts=1, normalize_length=True, simple_length_norm=False):
+        """Map rows of X into the PLDA space (Plda::TransformIvector); returns (U, factors).
+
+        factors = sqrt(D / sum_i u_i^2 / (psi_i + 1/n)), or sqrt(D)/|u| with
+        simple_length_norm; applied only if normalize_length, returned either way.
+        """
+        X = self._check_dim(X, "Vectors")
+        U = X @ self.transform_.T + self.offset_
+        num_utts = np.broadcast_to(np.asarray(num_utts, dtype=np.float64), (X.shape[0],))
+        if np.any(num_utts < 1):
+            raise ValueError("Number of utterances must be >= 1")
+        if simple_length_norm:
+            factors = np.sqrt(self.dim) / np.linalg.norm(U, axis=1)
+        else:
+            inv_covar = 1.0 / (self.psi_[None, :] + 1.0 / num_utts[:, None])
+            factors = np.sqrt(self.dim / np.einsum("ij,ij->i", U * U, inv_covar))
+        if normalize_length:
+            U = U * factors[:, None]
+        return U, factors
+
+    def log_likelihood_ratio(self, U_enroll, U_test, num_utts=1):
+        """LLR of paired rows of transformed vectors (Plda::LogLikelihoodRatio); n = num_utts."""
+        U_enroll = np.asarray(U_enroll, dtype=np.float64)
+        U_test = np.asarray(U_test, dtype=np.float64)
+        n = np.broadcast_to(np.asarray(num_utts, dtype=np.float64),
+                            (U_enroll.shape[0],))[:, None]
+        psi = self.psi_[None, :]
+        mean = n * psi / (n * psi + 1.0) * U_enroll
+        variance = 1.0 + psi / (n * psi + 1.0)
+        given = -0.5 * (np.log(variance).sum(axis=1) + _LOG_2PI * self.dim
+                        + ((U_test - mean) ** 2 / variance).sum(axis=1))
+        total = 1.0 + self.psi_
+        without = -0.5 * (np.log(total).sum() + _LOG_2PI * self.dim
+                          + (U_test ** 2 / total).sum(axis=1))
+        return given - without
+
+    def score_pairs(self, U_enroll, U_test, enroll_index, test_index, num_utts=1,
+                    block_size=4096):
+        """LLRs for trials (U_enroll[enroll_index[k]], U_test[test_index[k]]).
+
+        Same value as ``log_likelihood_ratio`` on gathered rows, computed as
+        LLR = c_e + d_t + <p_e, v_t> + <g_e, v_t^2>: a dense product over the distinct enrollment
+        and test vectors when the trials cover a large part of that grid, otherwise row-wise dot
+        products in blocks; never a loop over trials.
+        """
+        U_enroll = np.asarray(U_enroll, dtype=np.float64)
+        U_test = np.asarray(U_test, dtype=np.float64)
+        enroll_index = np.asarray(enroll_index, dtype=np.intp)
+        test_index = np.asarray(test_index, dtype=np.intp)
+        n = np.broadcast_to(np.asarray(num_utts, dtype=np.float64), (U_enroll.shape[0],))
+        psi = self.psi_[None, :]
+        gain = n[:, None] * psi / (n[:, None] * psi + 1.0)
+        inv_var = 1.0 / (1.0 + psi / (n[:, None] * psi + 1.0))
+        inv_total = 1.0 / (1.0 + self.psi_)
+        enroll_const = 0.5 * (np.log(inv_var).sum(axis=1) + np.log(1.0 + self.psi_).sum()
+                              - ((gain * U_enroll) ** 2 * inv_var).sum(axis=1))
+        enroll_lin = gain * inv_var * U_enroll           # <p_e, v>
+        enroll_quad = 0.5 * (inv_total[None, :] - inv_var)  # <g_e, v^2>
+        enroll_feat = np.hstack([enroll_lin, enroll_quad])
+        test_feat = np.hstack([U_test, U_test * U_test])
+
+        scores = np.empty(enroll_index.shape[0])
+        num_trials = enroll_index.shape[0]
+        for start in range(0, num_trials, 1 << 20):
+            stop = min(start + (1 << 20), num_trials)
+            e_idx, t_idx = enroll_index[start:stop], test_index[start:stop]
+            e_uniq, e_inv = np.unique(e_idx, return_inverse=True)
+            t_uniq, t_inv = np.unique(t_idx, return_inverse=True)
+            if e_uniq.size * t_uniq.size <= 4 * (stop - start) + 65536:
+                grid = enroll_feat[e_uniq] @ test_feat[t_uniq].T
+                part = grid[e_inv, t_inv]
+            else:
+                part = np.empty(stop - start)
+                for b in range(0, stop - start, block_size):
+                    sl = slice(b, b + block_size)
+                    part[sl] = np.einsum("ij,ij->i", enroll_feat[e_idx[sl]],
+                                         test_feat[t_idx[sl]])
+            scores[start:stop] = part + enroll_const[e_idx]
+        return scores
