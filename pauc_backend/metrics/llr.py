@@ -1,0 +1,106 @@
+"""Calibration-sensitive metrics of log-likelihood-ratio scores (BOSARIS definitions).
+
+Every function takes the target and non-target scores (natural-log LLRs, higher = more likely the
+same speaker) as two 1-D arrays.
+
+- ``cllr``: Cllr = 1/2 [ 1/N_tar sum_tar log2(1 + e^{-s}) + 1/N_non sum_non log2(1 + e^{s}) ]
+  (Brummer & du Preez 2006; BOSARIS ``cllr.m``). 0 is perfect; 1 is the score-free system llr = 0.
+- ``min_cllr``: Cllr after the optimal monotone calibration. PAV (isotonic regression) of the
+  labels on the scores gives posteriors at the empirical prior P = N_tar / (N_tar + N_non); the
+  LLRs are logit(posterior) - logit(P) (BOSARIS ``opt_loglr.m``). Tied scores are pooled into one
+  PAV bin (a function of the score cannot split them; BOSARIS instead orders tied non-targets
+  before targets, which is optimistic). A bin of only non-targets has llr = -inf and one of only
+  targets llr = +inf; both contribute their limit 0 to the sum, as BOSARIS's ``neglogsigmoid``.
+- ``act_dcf``: normalised actual DCF at the Bayes threshold theta = -logit(p_eff),
+  p_eff = p c_miss / (p c_miss + (1 - p) c_fa). Pmiss = fraction of targets with llr < theta,
+  Pfa = fraction of non-targets with llr >= theta (a score exactly at theta is accepted), and
+  DCF = [p c_miss Pmiss + (1 - p) c_fa Pfa] / min(p c_miss, (1 - p) c_fa) (BOSARIS
+  ``fast_actDCF.m``, normalised). 1 is the cost of the best decision made without the scores.
+"""
+
+import numpy as np
+from scipy.optimize import isotonic_regression
+
+__all__ = ["cllr", "min_cllr", "act_dcf", "pav", "optimal_llrs"]
+
+_LOG2 = np.log(2.0)
+
+
+def _check_scores(tar, non):
+    tar = np.asarray(tar, dtype=np.float64).ravel()
+    non = np.asarray(non, dtype=np.float64).ravel()
+    if tar.size == 0 or non.size == 0:
+        raise ValueError("need at least one target and one non-target score (got %d and %d)"
+                         % (tar.size, non.size))
+    if np.isnan(tar).any() or np.isnan(non).any():
+        raise ValueError("scores contain NaN")
+    return tar, non
+
+
+def cllr(tar, non):
+    """Cllr in bits (BOSARIS ``cllr.m``): the prior-0.5 cross-entropy of the LLRs."""
+    tar, non = _check_scores(tar, non)
+    c_tar = np.mean(np.logaddexp(0.0, -tar))
+    c_non = np.mean(np.logaddexp(0.0, non))
+    return float(0.5 * (c_tar + c_non) / _LOG2)
+
+
+def pav(y, weights=None):
+    """Pool-adjacent-violators: the weighted least-squares non-decreasing fit to ``y``."""
+    y = np.asarray(y, dtype=np.float64)
+    if weights is None:
+        return isotonic_regression(y).x
+    return isotonic_regression(y, weights=np.asarray(weights, dtype=np.float64)).x
+
+
+def _pav_bins(tar, non):
+    """PAV of the labels on the pooled scores, by tied-score bin: (bin of each score, posterior,
+    target count, non-target count) with bins in increasing score order."""
+    scores = np.concatenate([tar, non])
+    values, inverse = np.unique(scores, return_inverse=True)
+    n_tar = np.bincount(inverse[:tar.size], minlength=values.size).astype(np.float64)
+    n_non = np.bincount(inverse[tar.size:], minlength=values.size).astype(np.float64)
+    posterior = pav(n_tar / (n_tar + n_non), n_tar + n_non)
+    return inverse, posterior, n_tar, n_non
+
+
+def optimal_llrs(tar, non):
+    """LLRs after the optimal monotone (PAV) calibration (BOSARIS ``opt_loglr``); may hold +-inf."""
+    tar, non = _check_scores(tar, non)
+    inverse, posterior, _, _ = _pav_bins(tar, non)
+    with np.errstate(divide="ignore"):
+        log_odds = np.log(posterior) - np.log1p(-posterior)
+    llr = (log_odds - np.log(tar.size / non.size))[inverse]
+    return llr[:tar.size], llr[tar.size:]
+
+
+def min_cllr(tar, non):
+    """Cllr of the PAV-calibrated scores: the best Cllr any monotone calibration can reach."""
+    tar, non = _check_scores(tar, non)
+    _, posterior, n_tar, n_non = _pav_bins(tar, non)
+    # PAV blocks pool whole bins, so counts per distinct posterior give the exact Cllr; in a
+    # block with posterior p, log(1 + e^{-llr}) = log(1 + (1 - p) N_tar / (p N_non)).
+    _, block = np.unique(posterior, return_inverse=True)
+    t = np.bincount(block, weights=n_tar)
+    n = np.bincount(block, weights=n_non)
+    has_t, has_n = t > 0, n > 0
+    odds_ratio = tar.size / non.size
+    c_tar = np.sum(t[has_t] * np.log1p((n[has_t] / t[has_t]) * odds_ratio))
+    c_non = np.sum(n[has_n] * np.log1p((t[has_n] / n[has_n]) / odds_ratio))
+    return float(0.5 * (c_tar / tar.size + c_non / non.size) / _LOG2)
+
+
+def act_dcf(tar, non, p_target=0.01, c_miss=1.0, c_fa=1.0):
+    """Normalised actual DCF at the Bayes threshold of each ``p_target`` (scalar or array)."""
+    tar, non = _check_scores(tar, non)
+    p = np.asarray(p_target, dtype=np.float64)
+    if np.any((p <= 0) | (p >= 1)):
+        raise ValueError("p_target must lie strictly between 0 and 1 (got %s)" % (p_target,))
+    if c_miss <= 0 or c_fa <= 0:
+        raise ValueError("c_miss and c_fa must be positive")
+    theta = np.log1p(-p) - np.log(p) + np.log(c_fa) - np.log(c_miss)
+    p_miss = np.searchsorted(np.sort(tar), theta, side="left") / tar.size
+    p_fa = 1.0 - np.searchsorted(np.sort(non), theta, side="left") / non.size
+    dcf = p * c_miss * p_miss + (1.0 - p) * c_fa * p_fa
+    result = dcf / np.minimum(p * c_miss, (1.0 - p) * c_fa)
+    return float(result) if result.ndim == 0 else result
