@@ -1,0 +1,112 @@
+"""The synthetic corpus behind the demo: deterministic, well-formed, and with the structure it claims."""
+
+import numpy as np
+import pytest
+
+from pauc_backend.datasets import make_speaker_corpus
+
+SMALL = dict(dim=16, num_train_speakers=60, num_adapt_speakers=20, num_eval_speakers=10,
+             extra_between_rank=4, extra_within_rank=4)
+
+
+def _within_residuals(data):
+    """Rows minus their speaker's mean, and the speaker index of each row."""
+    labels = np.asarray(data.labels)
+    _, index = np.unique(labels, return_inverse=True)
+    sums = np.zeros((index.max() + 1, data.X.shape[1]))
+    np.add.at(sums, index, data.X.astype(np.float64))
+    counts = np.bincount(index)
+    return data.X - (sums / counts[:, None])[index], index, counts
+
+
+def test_same_seed_gives_identical_corpus():
+    a, b = make_speaker_corpus(seed=5, **SMALL), make_speaker_corpus(seed=5, **SMALL)
+    for name in ("train", "adapt", "enroll", "test"):
+        assert getattr(a, name).keys == getattr(b, name).keys
+        np.testing.assert_array_equal(getattr(a, name).X, getattr(b, name).X)
+    np.testing.assert_array_equal(a.trial_target, b.trial_target)
+
+
+def test_different_seeds_give_different_vectors():
+    a, b = make_speaker_corpus(seed=5, **SMALL), make_speaker_corpus(seed=6, **SMALL)
+    assert a.train.X.shape[1] == b.train.X.shape[1]
+    n = min(len(a.train.X), len(b.train.X))
+    assert not np.allclose(a.train.X[:n], b.train.X[:n])
+
+
+def test_keys_are_sorted_unique_and_prefixed_by_their_speaker():
+    corpus = make_speaker_corpus(seed=1, **SMALL)
+    for data in (corpus.train, corpus.adapt, corpus.enroll, corpus.test):
+        assert data.keys == sorted(set(data.keys))
+        assert all(key.startswith(label + "-") for key, label in zip(data.keys, data.labels))
+        assert data.X.dtype == np.float32 and data.X.shape == (len(data.keys), 16)
+        assert np.all(np.isfinite(data.X))
+    assert set(corpus.enroll.labels) == set(corpus.test.labels)
+    assert not set(corpus.train.labels) & set(corpus.enroll.labels)
+
+
+def test_utterance_counts_respect_their_ranges_and_vary():
+    corpus = make_speaker_corpus(seed=2, train_utts_range=(3, 40), enroll_utts_range=(1, 5),
+                                 test_utts_range=(3, 9), **SMALL)
+    for data, (low, high) in ((corpus.train, (3, 40)), (corpus.enroll, (1, 5)),
+                              (corpus.test, (3, 9))):
+        counts = np.array([len(u) for u in data.spk2utt().values()])
+        assert counts.min() >= low and counts.max() <= high
+        assert len(np.unique(counts)) > 1
+
+
+def test_trials_cross_every_enrolled_speaker_with_every_test_utterance():
+    corpus = make_speaker_corpus(seed=3, **SMALL)
+    speakers = sorted(set(corpus.enroll.labels))
+    assert len(corpus.trial_enroll) == len(speakers) * len(corpus.test.keys)
+    pairs = list(zip(corpus.trial_enroll, corpus.trial_test))
+    assert pairs == sorted(pairs) and len(set(pairs)) == len(pairs)
+    spk_of = dict(zip(corpus.test.keys, corpus.test.labels))
+    expected = np.array([spk_of[u] == s for s, u in pairs])
+    np.testing.assert_array_equal(corpus.trial_target, expected)
+    assert corpus.trial_target.sum() == len(corpus.test.keys)
+
+
+def test_within_speaker_covariance_matches_the_truth():
+    corpus = make_speaker_corpus(seed=4, dim=8, num_train_speakers=3000, train_utts_median=12,
+                                 extra_between_rank=2, extra_within_rank=2)
+    residuals, _, counts = _within_residuals(corpus.train)
+    # E[r r^T] = (1 - 1/n) W for a residual from its own speaker mean.
+    scatter = residuals.T.astype(np.float64) @ residuals / np.sum(counts - 1)
+    truth = corpus.truth["within"]
+    assert np.linalg.norm(scatter - truth) / np.linalg.norm(truth) < 0.05
+
+
+def test_within_speaker_noise_is_heavy_tailed_and_gaussian_when_asked():
+    def excess_kurtosis(dof):
+        corpus = make_speaker_corpus(seed=7, dim=6, num_train_speakers=3000, within_dof=dof,
+                                     extra_between_rank=2, extra_within_rank=2)
+        residuals, index, counts = _within_residuals(corpus.train)
+        keep = counts[index] >= 10
+        # Mahalanobis radius of the residuals: heavy tails inflate its kurtosis.
+        w_inv = np.linalg.inv(corpus.truth["within"])
+        r2 = np.einsum("ij,jk,ik->i", residuals[keep], w_inv, residuals[keep])
+        return np.mean(r2 ** 2) / np.mean(r2) ** 2 - (1 + 2 / 6)
+    assert excess_kurtosis(5.0) > 0.5
+    assert abs(excess_kurtosis(np.inf)) < 0.15
+
+
+def test_in_domain_sets_are_shifted_and_have_extra_variability():
+    corpus = make_speaker_corpus(seed=8, dim=12, num_train_speakers=2000, num_adapt_speakers=2000,
+                                 adapt_utts_range=(2, 4), extra_between_rank=3,
+                                 extra_within_rank=3, shift_scale=2.0)
+    offset = corpus.adapt.X.mean(0) - corpus.train.X.mean(0)
+    shift = corpus.truth["shift"]
+    assert np.linalg.norm(offset - shift) < 0.2 * np.linalg.norm(shift)
+    total_out = np.trace(np.cov(corpus.train.X.T))
+    total_in = np.trace(np.cov(corpus.adapt.X.T))
+    extra = np.trace(corpus.truth["extra_between"]) + np.trace(corpus.truth["extra_within"])
+    assert total_in - total_out == pytest.approx(extra, rel=0.25)
+
+
+@pytest.mark.parametrize("kwargs", [dict(dim=1), dict(num_eval_speakers=1),
+                                    dict(train_utts_range=(1, 5)), dict(test_utts_range=(4, 3)),
+                                    dict(within_dof=2.0), dict(dim=4, extra_between_rank=2, extra_within_rank=5)])
+def test_bad_parameters_are_rejected(kwargs):
+    with pytest.raises(ValueError):
+        make_speaker_corpus(**kwargs)
