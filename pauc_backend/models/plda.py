@@ -265,13 +265,13 @@ class PLDA:
         return given - without
 
     def score_pairs(self, U_enroll, U_test, enroll_index, test_index, num_utts=1,
-                    block_size=4096):
+                    block_size=4096, dense_limit=None):
         """LLRs for trials (U_enroll[enroll_index[k]], U_test[test_index[k]]).
 
         Same value as ``log_likelihood_ratio`` on gathered rows, computed as
         LLR = c_e + d_t + <p_e, v_t> + <g_e, v_t^2>: a dense product over the distinct enrollment
-        and test vectors when the trials cover a large part of that grid, otherwise row-wise dot
-        products in blocks; never a loop over trials.
+        and test vectors when that grid has at most ``dense_limit`` cells (default: 4 per trial),
+        otherwise row-wise dot products in blocks of ``block_size``; never a loop over trials.
         """
         U_enroll = np.asarray(U_enroll, dtype=np.float64)
         U_test = np.asarray(U_test, dtype=np.float64)
@@ -296,7 +296,8 @@ class PLDA:
             e_idx, t_idx = enroll_index[start:stop], test_index[start:stop]
             e_uniq, e_inv = np.unique(e_idx, return_inverse=True)
             t_uniq, t_inv = np.unique(t_idx, return_inverse=True)
-            if e_uniq.size * t_uniq.size <= 4 * (stop - start) + 65536:
+            limit = 4 * (stop - start) + 65536 if dense_limit is None else dense_limit
+            if e_uniq.size * t_uniq.size <= limit:
                 grid = enroll_feat[e_uniq] @ test_feat[t_uniq].T
                 part = grid[e_inv, t_inv]
             else:
