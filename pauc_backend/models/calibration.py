@@ -1,0 +1,215 @@
+"""Linear score calibration and fusion by prior-weighted logistic regression (BOSARIS).
+
+The model is llr = sum_k w_k s_k + b. It minimises BOSARIS's prior-weighted cross-entropy
+(``train_binary_classifier`` / ``train_linear_fuser``, the objective behind the paper's Table X):
+
+    C(w, b) = pi/N_tar sum_tar log(1 + e^{-(w.s + b + logit pi)})
+            + (1 - pi)/N_non sum_non log(1 + e^{w.s + b + logit pi}) + lambda/2 ||w||^2
+
+(natural logs; at pi = 0.5 and lambda = 0, C / log 2 is the Cllr of the calibrated scores). C is
+convex; we minimise it by Newton's method with a backtracking line search on internally
+standardised scores, to a gradient norm of ``tol``. Without regularisation the minimum does not
+exist when the training scores are (quasi-)linearly separable; that raises SeparableScoresError.
+"""
+
+import numpy as np
+from scipy.special import expit
+
+__all__ = ["LinearCalibration", "LinearFusion", "SeparableScoresError",
+           "prior_weighted_cross_entropy"]
+
+
+class SeparableScoresError(ValueError):
+    """The unregularised calibration has no minimum: target and non-target scores separate."""
+
+
+def _logit(p):
+    return float(np.log(p) - np.log1p(-p))
+
+
+def _class_weights(labels, prior):
+    n_tar = int(np.count_nonzero(labels))
+    n_non = labels.size - n_tar
+    return np.where(labels, prior / n_tar, (1.0 - prior) / n_non)
+
+
+def prior_weighted_cross_entropy(weights, offset, scores, labels, prior=0.5, regularization=0.0):
+    """C(w, b) and its gradient with respect to (w_1..w_K, b); ``scores`` is (n,) or (n, K)."""
+    scores = np.asarray(scores, dtype=np.float64)
+    scores = scores.reshape(len(scores), -1)
+    weights = np.asarray(weights, dtype=np.float64).ravel()
+    labels = np.asarray(labels).astype(bool)
+    sign = np.where(labels, 1.0, -1.0)
+    a = _class_weights(labels, prior)
+    margin = sign * (scores @ weights + offset + _logit(prior))
+    value = np.sum(a * np.logaddexp(0.0, -margin)) + 0.5 * regularization * (weights @ weights)
+    r = -a * sign * expit(-margin)
+    gradient = np.append(scores.T @ r + regularization * weights, np.sum(r))
+    return float(value), gradient
+
+
+class LinearFusion:
+    """Fuse K score columns into one LLR: llr = scores @ weights_ + offset_ (BOSARIS fusion).
+
+    ``prior`` is the target prior pi of the objective (0.5 by default; 0.01 for the paper's
+    operating point); ``regularization`` is lambda, an L2 penalty on the weights that makes
+    separable training data solvable.
+    """
+
+    _expected_columns = None
+
+    def __init__(self, prior=0.5, regularization=0.0, max_iter=100, tol=1e-10):
+        self.prior = prior
+        self.regularization = regularization
+        self.max_iter = max_iter
+        self.tol = tol
+
+    # -- fitting -------------------------------------------------------------------------------
+    def _validate(self, scores, labels):
+        scores = np.asarray(scores, dtype=np.float64)
+        if scores.ndim == 1:
+            scores = scores[:, None]
+        if scores.ndim != 2 or scores.shape[0] == 0:
+            raise ValueError("scores must be a non-empty (n,) or (n, K) array, got shape %s"
+                             % (scores.shape,))
+        if self._expected_columns is not None and scores.shape[1] != self._expected_columns:
+            raise ValueError("%s takes one score per trial, got %d columns (use LinearFusion)"
+                             % (type(self).__name__, scores.shape[1]))
+        labels = np.asarray(labels)
+        if labels.shape != (scores.shape[0],):
+            raise ValueError("labels must have shape (%d,), got %s" % (scores.shape[0],
+                                                                       labels.shape))
+        if labels.dtype != bool:
+            if not np.all((labels == 0) | (labels == 1)):
+                raise ValueError("labels must be boolean or 0/1")
+            labels = labels.astype(bool)
+        if not np.isfinite(scores).all():
+            raise ValueError("scores contain NaN or infinite values")
+        n_tar = int(np.count_nonzero(labels))
+        if n_tar == 0 or n_tar == labels.size:
+            raise ValueError("calibration needs both target and non-target trials (got %d "
+                             "target, %d non-target)" % (n_tar, labels.size - n_tar))
+        if not 0.0 < self.prior < 1.0:
+            raise ValueError("prior must lie strictly between 0 and 1, got %r" % (self.prior,))
+        if self.regularization < 0:
+            raise ValueError("regularization must be >= 0, got %r" % (self.regularization,))
+        return scores, labels
+
+    def _check_separation(self, projection, labels):
+        """Raise if the 1-D projection of the scores puts every target at or above every
+        non-target (or below): then the weights can grow without bound."""
+        if self.regularization > 0 or np.ptp(projection) == 0:
+            return
+        tar, non = projection[labels], projection[~labels]
+        if tar.min() >= non.max() or tar.max() <= non.min():
+            raise SeparableScoresError(
+                "the training scores are (quasi-)linearly separable: every target score lies "
+                "on one side of every non-target score, so the unregularised calibration has no "
+                "finite solution (its weights grow without bound); use a regularization > 0 "
+                "(--regularization)")
+
+    def fit(self, scores, labels):
+        """Learn ``weights_`` and ``offset_`` from scores (n,) or (n, K) and boolean labels."""
+        scores, labels = self._validate(scores, labels)
+        num_cols = scores.shape[1]
+        mean, std = scores.mean(axis=0), scores.std(axis=0)
+        if np.any(std == 0):
+            raise ValueError("score column %d is constant (%.7g) over all trials; it cannot be "
+                             "calibrated" % (int(np.argmax(std == 0)) + 1,
+                                             mean[np.argmax(std == 0)]))
+        z = np.empty((scores.shape[0], num_cols + 1))
+        np.divide(scores - mean, std, out=z[:, :num_cols])
+        z[:, num_cols] = 1.0
+        for k in range(num_cols):
+            self._check_separation(z[:, k], labels)
+
+        sign = np.where(labels, 1.0, -1.0)
+        a = _class_weights(labels, self.prior)
+        shift = _logit(self.prior)
+        penalty = np.append(self.regularization / std ** 2, 0.0)
+
+        def evaluate(theta, derivatives=True):
+            margin = sign * (z @ theta + shift)
+            value = a @ np.logaddexp(0.0, -margin) + 0.5 * theta @ (penalty * theta)
+            if not derivatives:
+                return value
+            p = expit(-margin)
+            gradient = z.T @ (-a * sign * p) + penalty * theta
+            hessian = (z.T * (a * p * (1.0 - p))) @ z + np.diag(penalty)
+            return value, gradient, hessian
+
+        theta = np.zeros(num_cols + 1)
+        value, gradient, hessian = evaluate(theta)
+        converged = False
+        n_iter = 0
+        while n_iter < self.max_iter:
+            if np.linalg.norm(gradient) <= self.tol:
+                converged = True
+                break
+            step = -np.linalg.lstsq(hessian, gradient, rcond=1e-13)[0]
+            slope = gradient @ step
+            if not slope < 0:
+                step, slope = -gradient, -(gradient @ gradient)
+            t = 1.0
+            # Within rounding of C the line search cannot judge a step; there the quadratic model
+            # is exact to far below the tolerance, so take the full Newton step.
+            while -slope > 1e-10:
+                new_value = evaluate(theta + t * step, derivatives=False)
+                if new_value <= value + 1e-4 * t * slope:
+                    break
+                t *= 0.5
+                if t < 1e-12:
+                    break
+            n_iter += 1
+            if t < 1e-12:
+                # No decrease is representable: we are at the optimum up to rounding.
+                converged = np.linalg.norm(gradient) <= max(self.tol, 1e-6)
+                break
+            theta = theta + t * step
+            value, gradient, hessian = evaluate(theta)
+            self._check_separation(z[:, :num_cols] @ theta[:num_cols], labels)
+            if not np.all(np.isfinite(theta)) or np.linalg.norm(theta[:num_cols]) > 1e8:
+                break
+        else:
+            converged = np.linalg.norm(gradient) <= self.tol
+        if not converged:
+            raise SeparableScoresError(
+                "calibration did not converge in %d Newton iterations (gradient norm %.3g, "
+                "weights %s); the training scores may be (quasi-)separable: use a "
+                "regularization > 0 (--regularization)"
+                % (n_iter, np.linalg.norm(gradient), np.array2string(theta[:num_cols] / std)))
+
+        self.weights_ = theta[:num_cols] / std
+        self.offset_ = float(theta[num_cols] - self.weights_ @ mean)
+        self.n_iter_ = n_iter
+        self.n_features_in_ = num_cols
+        self.objective_, grad = prior_weighted_cross_entropy(
+            self.weights_, self.offset_, scores, labels, self.prior, self.regularization)
+        self.grad_norm_ = float(np.linalg.norm(grad))
+        return self
+
+    # -- applying ------------------------------------------------------------------------------
+    def transform(self, scores):
+        """Calibrated LLRs (n,) of scores (n, K) (or (n,) when K = 1)."""
+        scores = np.asarray(scores, dtype=np.float64)
+        if scores.ndim == 1 and self.weights_.size == 1:
+            scores = scores[:, None]
+        if scores.ndim != 2 or scores.shape[1] != self.weights_.size:
+            raise ValueError("the model fuses %d score columns, got scores of shape %s"
+                             % (self.weights_.size, scores.shape))
+        return scores @ self.weights_ + self.offset_
+
+    @classmethod
+    def from_params(cls, weights, offset, prior=0.5):
+        """A fitted model from stored parameters (as read back from a calibration file)."""
+        model = cls(prior=prior)
+        model.weights_ = np.asarray(weights, dtype=np.float64).ravel()
+        model.offset_ = float(offset)
+        model.n_features_in_ = model.weights_.size
+        return model
+
+
+class LinearCalibration(LinearFusion):
+    """Affine calibration of one score: llr = weights_[0] * score + offset_ (BOSARIS)."""
+
+    _expected_columns = 1
