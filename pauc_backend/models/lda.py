@@ -1,0 +1,116 @@
+"""Linear discriminant analysis as Kaldi's ivector-compute-lda computes it (numpy only).
+
+Mirrors ``ComputeAndSubtractMean`` + ``ComputeLdaTransform`` of ``ivectorbin/ivector-compute-lda.cc``:
+the statistics and eigen-decompositions are in double, the mean and the output matrix in float32.
+Eigenvectors are only defined up to sign, so each row of ``components_`` may have the opposite sign
+to Kaldi's (whose own QR picks it arbitrarily); projections then differ only in those signs.
+"""
+
+import numpy as np
+import scipy.sparse
+
+from pauc_backend.models.preprocessing import apply_affine, nonfinite_rows
+
+
+class LDA:
+    """LDA to ``dim`` dimensions that whitens the (interpolated) within-class covariance.
+
+    ``total_covariance_factor`` f normalises ``f T + (1-f) W`` (0: within-class W, 1: total T);
+    eigenvalues of that matrix are floored at ``covariance_floor`` times the largest.
+    Both are ``BaseFloat`` options in Kaldi, so they are rounded to float32 here too.
+    """
+
+    def __init__(self, dim=100, total_covariance_factor=0.0, covariance_floor=1e-6):
+        self.dim = dim
+        self.total_covariance_factor = total_covariance_factor
+        self.covariance_floor = covariance_floor
+
+    def fit(self, X, y):
+        """Learn the transform from vectors ``X`` (n, D) labelled by speaker ``y`` (n,).
+
+        Sets ``mean_`` (float32, the utterance mean), ``components_`` (dim, D; float64, rows by
+        decreasing between-class eigenvalue), ``affine_matrix_`` (float32 ``[A | -A m]``, Kaldi's
+        transform.mat), ``eigenvalues_`` (all D, decreasing, as Kaldi logs them),
+        ``num_floored_``/``floor_`` (eigenvalue flooring), ``num_speakers_``, ``num_utts_``.
+        """
+        X = np.asarray(X)
+        if X.ndim != 2:
+            raise ValueError("LDA.fit: X must be 2-D (one vector per row), got shape %s"
+                             % (X.shape,))
+        X = np.ascontiguousarray(X, dtype=np.float32)
+        y = np.asarray(y)
+        num_utts, dim_in = X.shape
+        if y.shape != (num_utts,):
+            raise ValueError("LDA.fit: y must have one label per row of X (%d), got shape %s"
+                             % (num_utts, y.shape))
+        if num_utts == 0:
+            raise ValueError("Did not read any utterances.")
+        bad = nonfinite_rows(X)
+        if bad.size:
+            raise ValueError("LDA.fit: row %d of X contains NaN or infinity" % bad[0])
+        if not 0 < self.dim <= dim_in:
+            raise ValueError("LDA dimension --dim=%d must be in 1..%d (the vector dimension)"
+                             % (self.dim, dim_in))
+        if not self.covariance_floor >= 0.0:
+            raise ValueError("--covariance-floor must be >= 0, got %g" % self.covariance_floor)
+        factor = float(np.float32(self.total_covariance_factor))
+        floor_rel = float(np.float32(self.covariance_floor))
+
+        # ComputeAndSubtractMean: mean += (1/N) x in double, stored as float; x -= mean in float.
+        X64 = X.astype(np.float64)
+        self.mean_ = np.add.reduce(X64 * (1.0 / num_utts), axis=0).astype(np.float32)
+        Xc = (X - self.mean_).astype(np.float64)
+        del X64
+
+        _, speaker_of = np.unique(y, return_inverse=True)
+        speaker_of = speaker_of.reshape(-1)
+        num_spk = int(speaker_of.max()) + 1
+        self.num_speakers_, self.num_utts_ = num_spk, num_utts
+        if num_utts - num_spk <= 0:
+            raise ValueError("Stats have %d speakers, %d utterances: every speaker has one "
+                             "utterance, so the within-class covariance is zero"
+                             % (num_spk, num_utts))
+        if num_utts < dim_in:
+            raise ValueError("Too little data for iVector dimension: %d utterances but "
+                             "dimension %d (need at least as many utterances as dimensions)"
+                             % (num_utts, dim_in))
+
+        # CovarianceStats::AccStats, summed over speakers (sum x x^T, sum n_s xbar xbar^T).
+        membership = scipy.sparse.csr_matrix(
+            (np.ones(num_utts), (speaker_of, np.arange(num_utts))), shape=(num_spk, num_utts))
+        spk_sums = np.asarray(membership @ Xc)
+        spk_counts = np.bincount(speaker_of, minlength=num_spk).astype(np.float64)
+        tot = Xc.T @ Xc
+        btw = (spk_sums / spk_counts[:, None]).T @ spk_sums
+        total_covar = tot * (1.0 / num_utts)
+        within_covar = (tot - btw) * (1.0 / num_utts)
+        to_normalize = factor * total_covar + (1.0 - factor) * within_covar
+
+        # ComputeNormalizingTransform: proj * M * proj^T = I, eigenvalues floored.
+        s, U = _sorted_eigh(to_normalize)
+        floor = floor_rel * s[0]
+        self.num_floored_ = int(np.count_nonzero(s < floor))
+        self.floor_ = floor
+        s = np.maximum(s, floor)
+        proj = (s ** -0.5)[:, None] * U.T
+
+        between_proj = proj @ (total_covar - within_covar) @ proj.T
+        self.eigenvalues_, V = _sorted_eigh(between_proj)
+        self.components_ = V[:, :self.dim].T @ proj
+        linear = self.components_.astype(np.float32)
+        offset = -(np.matmul(linear, self.mean_))
+        self.affine_matrix_ = np.hstack([linear, offset[:, None]]).astype(np.float32)
+        return self
+
+    def transform(self, X):
+        """Project vectors with ``affine_matrix_`` exactly as transform-vec does (float32)."""
+        if not hasattr(self, "affine_matrix_"):
+            raise ValueError("LDA.transform: call fit first")
+        return apply_affine(self.affine_matrix_, X)
+
+
+def _sorted_eigh(matrix):
+    """Eigen-decomposition of a symmetric matrix, eigenvalues decreasing (Kaldi's SortSvd)."""
+    matrix = 0.5 * (matrix + matrix.T)
+    values, vectors = np.linalg.eigh(matrix)
+    return values[::-1].copy(), vectors[:, ::-1].copy()

@@ -1,0 +1,169 @@
+"""Vector pre-processing with Kaldi's exact float32/float64 arithmetic (numpy only, no files).
+
+Each function mirrors one ``ivectorbin`` main so that our arks are byte-identical to Kaldi's:
+
+* ``global_mean``          ivector-mean (2 arguments): double sum, ``sum * (1.0/N)``.
+* ``subtract_mean``        ivector-subtract-global-mean (2 and 3 arguments).
+* ``speaker_means``        ivector-mean (3/4 arguments): float32 ``x1 + x2 + ...``, ``*= (float)(1/n)``.
+* ``apply_affine``         transform-vec / ivector-transform: one BLAS ``sgemv`` per vector.
+* ``normalize_length``     ivector-normalize-length: sequential float32 norm.
+
+Summation order matters for the last bit, so sums over vectors are sequential (numpy reduces a
+C-contiguous array along axis 0 row after row, with no pairwise splitting).
+"""
+
+import numpy as np
+
+
+def _as_matrix(X, dtype=np.float32):
+    X = np.asarray(X)
+    if X.ndim != 2:
+        raise ValueError("expected a 2-D array of vectors (one per row), got shape %s"
+                         % (X.shape,))
+    return np.ascontiguousarray(X, dtype=dtype)
+
+
+def nonfinite_rows(X):
+    """Indices of the rows of ``X`` holding a NaN or an infinity (for error messages)."""
+    X = np.asarray(X)
+    if X.size == 0:
+        return np.zeros(0, dtype=np.intp)
+    return np.flatnonzero(~np.isfinite(X).all(axis=1))
+
+
+def vector_sum(X):
+    """Sequential float64 sum of the rows, like ``Vector<double>::AddVec(1.0, x)`` per vector."""
+    X = _as_matrix(X).astype(np.float64)
+    if X.shape[1] == 1:  # a single column would be reduced pairwise, not in order
+        return np.cumsum(X[:, 0])[-1:] if X.shape[0] else np.zeros(1)
+    return np.add.reduce(X, axis=0)
+
+
+def global_mean(X):
+    """Mean of the rows as ivector-mean writes it: double sum scaled by ``1.0/N`` (float64)."""
+    X = _as_matrix(X)
+    if X.shape[0] == 0:
+        raise ValueError("No iVectors read")
+    return vector_sum(X) * (1.0 / X.shape[0])
+
+
+def subtract_mean(X, mean=None):
+    """Centre ``X`` (float32), as ivector-subtract-global-mean.
+
+    ``mean=None``: subtract the set's own mean, ``x + (float)(-1/N) * sum`` in double, rounded to
+    float. Otherwise ``mean`` (a DV/FV read as float) is rounded to float32 and subtracted in
+    float32. Returns ``(Y, sum)``; ``sum`` (float64) is None when ``mean`` is given.
+    """
+    X = _as_matrix(X)
+    if mean is not None:
+        mean = np.asarray(mean, dtype=np.float32)
+        if mean.ndim != 1 or mean.shape[0] != X.shape[1]:
+            raise ValueError("Dimension mismatch: vectors have dimension %d but the mean has "
+                             "dimension %d" % (X.shape[1], np.asarray(mean).size))
+        return X - mean, None
+    if X.shape[0] == 0:
+        return X.copy(), np.zeros(X.shape[1])
+    total = vector_sum(X)
+    alpha = float(np.float32(-1.0 / X.shape[0]))
+    return (X.astype(np.float64) + alpha * total).astype(np.float32), total
+
+
+def speaker_means(X, utt_lists):
+    """Per-speaker float32 means as ivector-mean computes them (``mean = x1; mean += xk``).
+
+    ``utt_lists`` holds, per speaker, the row indices of its utterances in spk2utt order (each
+    non-empty). Returns ``(means float32 (S, D), num_utts int32 (S,))``. Vectorised over
+    speakers: step k adds the k-th utterance of every speaker that has one.
+    """
+    X = _as_matrix(X)
+    counts = np.array([len(u) for u in utt_lists], dtype=np.int64)
+    if np.any(counts == 0):
+        raise ValueError("Speaker with no utterances.")
+    num_spk, dim = len(utt_lists), X.shape[1]
+    means = np.zeros((num_spk, dim), dtype=np.float32)
+    if num_spk == 0:
+        return means, counts.astype(np.int32)
+    order = np.argsort(-counts, kind="stable")  # speakers with most utterances first
+    sorted_counts = counts[order]
+    flat = np.concatenate([np.asarray(utt_lists[spk], dtype=np.int64) for spk in order])
+    starts = np.cumsum(sorted_counts) - sorted_counts
+    rows = np.repeat(np.arange(num_spk), sorted_counts)
+    padded = np.zeros((num_spk, sorted_counts[0]), dtype=np.int64)
+    padded[rows, np.arange(flat.shape[0]) - starts[rows]] = flat
+    acc = X[padded[:, 0]]
+    for k in range(1, padded.shape[1]):
+        active = int(np.searchsorted(-sorted_counts, -k, side="left"))
+        acc[:active] += X[padded[:active, k]]
+    scale = (1.0 / sorted_counts).astype(np.float32)
+    means[order] = acc * scale[:, None]
+    return means, counts.astype(np.int32)
+
+
+def apply_affine(M, X):
+    """transform-vec maths: ``y = M x`` (M is R x D) or ``y = M[:, :D] x + M[:, D]`` (R x (D+1)).
+
+    Float32 throughout. Kaldi calls BLAS ``sgemv`` once per vector; numpy's batched
+    ``matmul(M, x[:, :, None])`` also dispatches to ``sgemv`` per vector, so the summation order
+    (hence every bit) is the same, unlike one ``sgemm`` (``X @ M.T``) whose blocking differs.
+    """
+    M = np.asarray(M, dtype=np.float32)
+    X = _as_matrix(X)
+    if M.ndim != 2:
+        raise ValueError("the transform must be a matrix")
+    rows, cols = M.shape
+    dim = X.shape[1]
+    if cols == dim:
+        linear, offset = np.ascontiguousarray(M), None
+    elif cols == dim + 1:
+        linear, offset = np.ascontiguousarray(M[:, :dim]), M[:, dim].copy()
+    else:
+        raise ValueError("Dimension mismatch: input vector has dimension %d and transform "
+                         "has %d columns." % (dim, cols))
+    if X.shape[0] == 0:
+        return np.zeros((0, rows), dtype=np.float32)
+    Y = np.matmul(linear, X[:, :, None])[:, :, 0]
+    if offset is not None:
+        Y = offset + Y
+    return np.ascontiguousarray(Y, dtype=np.float32)
+
+
+def vector_norms(X):
+    """Float32 2-norms accumulated sequentially over dimensions (``VectorBase<float>::Norm(2)``)."""
+    X = _as_matrix(X)
+    columns = np.ascontiguousarray(X.T)
+    sumsq = np.zeros(X.shape[0], dtype=np.float32)
+    for column in columns:
+        sumsq += column * column
+    return np.sqrt(sumsq)
+
+
+def normalize_length(X, scaleup=True, normalize=True):
+    """ivector-normalize-length, float32-exact. Returns ``(Y, ratios)``.
+
+    ``ratio = (float)(norm / sqrt(dim))`` (``norm`` if not ``scaleup``) and
+    ``x *= (float)(1.0 / ratio)``; zero vectors (ratio 0) are left unchanged, as are all
+    vectors when ``normalize`` is false (the ratios are still returned, for the log).
+    """
+    X = _as_matrix(X)
+    norms = vector_norms(X)
+    if scaleup:
+        ratios = (norms.astype(np.float64) / np.sqrt(float(X.shape[1]))).astype(np.float32)
+    else:
+        ratios = norms
+    if not normalize:
+        return X.copy(), ratios
+    nonzero = ratios != 0
+    scale = np.ones(X.shape[0], dtype=np.float32)
+    scale[nonzero] = (1.0 / ratios[nonzero].astype(np.float64)).astype(np.float32)
+    return X * scale[:, None], ratios
+
+
+def ratio_stats(ratios):
+    """``(mean, stddev)`` of the length ratios as ivector-normalize-length logs them."""
+    ratios = np.asarray(ratios, dtype=np.float32)
+    num = ratios.shape[0]
+    total = float(np.add.reduce(ratios.astype(np.float64)))
+    total2 = float(np.add.reduce((ratios * ratios).astype(np.float64)))
+    avg = np.float32(total / num)
+    variance = total2 / num - float(avg * avg)
+    return float(avg), float(np.float32(np.sqrt(max(variance, 0.0))))
