@@ -1,0 +1,343 @@
+"""Kaldi rxfilenames and wxfilenames (util/kaldi-io.cc): files, ``-``, pipes, ``file:offset``.
+
+Reading loads the whole input (a plain file is memory-mapped, a pipe or stdin is read to EOF and
+the pipe's exit status checked); writing goes to a temporary file renamed on success, so a failure
+never leaves a half-written output behind.
+"""
+
+import contextlib
+import mmap
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+
+from pauc_backend.errors import KaldiError
+
+_CHUNK = 1 << 22
+
+
+def _current_umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _current_umask()
+
+
+def _offset_split(name):
+    """``file:123`` -> ("file", 123); None if the name does not end in ``:digits``."""
+    if not name or not name[-1].isdigit():
+        return None
+    colon = name.rfind(":")
+    if colon < 0 or not name[colon + 1:].isdigit() or not name[colon + 1:].isascii():
+        return None
+    return name[:colon], int(name[colon + 1:])
+
+
+def _looks_like_specifier(name):
+    if name[:1] not in ("a", "s") or ":" not in name:
+        return False
+    from pauc_backend.kaldi_io.specifiers import classify_rspecifier, classify_wspecifier
+    return classify_rspecifier(name) is not None or classify_wspecifier(name) is not None
+
+
+def classify_rxfilename(rx):
+    """Kaldi's ClassifyRxfilename: ('stdin', None), ('pipe', cmd), ('offset', (path, n)), ('file', path)."""
+    rx = "" if rx is None else os.fspath(rx)
+    if rx == "" or rx == "-":
+        return "stdin", None
+    if rx[0] == "|":
+        raise KaldiError("Invalid rxfilename '%s': an output pipe ('| cmd') cannot be read" % rx)
+    if rx[-1] == "|":
+        return "pipe", rx[:-1]
+    if rx[0].isspace() or rx[-1].isspace():
+        raise KaldiError("Invalid rxfilename '%s': leading or trailing whitespace" % rx)
+    if _looks_like_specifier(rx):
+        raise KaldiError("Invalid rxfilename '%s': an rspecifier was given where a filename is "
+                         "expected (scripting error?)" % rx)
+    split = _offset_split(rx)
+    if split is not None:
+        return "offset", split
+    if "|" in rx:
+        raise KaldiError("Invalid rxfilename '%s': pipe symbol in the wrong place (an input pipe "
+                         "must end in '|')" % rx)
+    return "file", rx
+
+
+def classify_wxfilename(wx):
+    """Kaldi's ClassifyWxfilename: ('stdout', None), ('pipe', cmd) or ('file', path)."""
+    wx = "" if wx is None else os.fspath(wx)
+    if wx == "" or wx == "-":
+        return "stdout", None
+    if wx[0] == "|":
+        return "pipe", wx[1:]
+    if wx[0].isspace() or wx[-1].isspace():
+        raise KaldiError("Invalid wxfilename '%s': leading or trailing whitespace" % wx)
+    if wx[-1] == "|":
+        raise KaldiError("Invalid wxfilename '%s': an input pipe ('cmd |') cannot be written; "
+                         "an output pipe is '| cmd'" % wx)
+    if _looks_like_specifier(wx):
+        raise KaldiError("Invalid wxfilename '%s': a wspecifier was given where a filename is "
+                         "expected (scripting error?)" % wx)
+    if _offset_split(wx) is not None:
+        raise KaldiError("Invalid wxfilename '%s': a byte offset cannot be written to" % wx)
+    if "|" in wx:
+        raise KaldiError("Invalid wxfilename '%s': pipe symbol in the wrong place (an output "
+                         "pipe must start with '|')" % wx)
+    return "file", wx
+
+
+def printable(name):
+    """How a filename is named in messages (Kaldi's PrintableRxfilename)."""
+    return "standard input" if name in ("", "-", None) else os.fspath(name)
+
+
+def _status_text(code):
+    if code < 0:
+        try:
+            return "killed by signal %s" % signal.Signals(-code).name
+        except ValueError:
+            return "killed by signal %d" % -code
+    return "exit status %d" % code
+
+
+def _open_failed(path, err, mode="reading"):
+    return KaldiError("Failed to open '%s' for %s: %s" % (path, mode, err.strerror or err))
+
+
+# -- reading -------------------------------------------------------------------------------------
+
+def _read_stream_fully(stream):
+    """Read a pipe/stdin to EOF into one bytearray (no per-chunk join)."""
+    raw = getattr(stream, "raw", None)
+    fileno = None
+    try:
+        fileno = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        pass
+    if fileno is None:
+        return stream.read()
+    # Whatever the buffered layer already holds, then read the descriptor directly.
+    buf = bytearray()
+    if raw is not None:
+        pending = stream.peek(0) if hasattr(stream, "peek") else b""
+        if pending:
+            buf += stream.read(len(pending))
+    size = len(buf)
+    cap = max(_CHUNK, size * 2)
+    buf.extend(bytes(cap - size))
+    view = memoryview(buf)
+    while True:
+        if size == cap:
+            view.release()
+            cap *= 2
+            buf.extend(bytes(cap - size))
+            view = memoryview(buf)
+        n = os.readv(fileno, [view[size:]])
+        if n == 0:
+            break
+        size += n
+    view.release()
+    del buf[size:]
+    return buf
+
+
+def _map_file(path):
+    try:
+        handle = open(path, "rb")
+    except OSError as err:
+        raise _open_failed(path, err) from None
+    with handle:
+        try:
+            size = os.fstat(handle.fileno()).st_size
+            if size == 0 or not os.path.isfile(path):
+                return handle.read()
+            return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError):
+            return handle.read()
+
+
+def run_input_pipe(command, name=None):
+    """Run ``command`` (``/bin/sh -c`` like popen), return all its stdout; error if it fails."""
+    try:
+        proc = subprocess.Popen(command, shell=True, stdout=subprocess.PIPE)
+    except OSError as err:
+        raise KaldiError("Failed to run input pipe '%s |': %s" % (command, err)) from None
+    try:
+        data = _read_stream_fully(proc.stdout)
+    finally:
+        proc.stdout.close()
+        code = proc.wait()
+    if code != 0:
+        raise KaldiError("Input pipe '%s |' failed (%s)" % (command, _status_text(code)))
+    return data
+
+
+def read_all(rx):
+    """The whole content of an rxfilename as ``(buffer, start)``: bytes, bytearray or mmap.
+
+    ``start`` is the offset for ``file:123``, else 0. Pipes are read to EOF and their exit status
+    checked; stdin is read to EOF.
+    """
+    kind, what = classify_rxfilename(rx)
+    if kind == "stdin":
+        return _read_stream_fully(sys.stdin.buffer), 0
+    if kind == "pipe":
+        return run_input_pipe(what), 0
+    if kind == "offset":
+        path, offset = what
+        data = _map_file(path)
+        if offset > len(data):
+            raise KaldiError("Failed to read '%s': offset %d is beyond the end of the file (%d "
+                             "bytes)" % (rx, offset, len(data)))
+        return data, offset
+    return _map_file(what), 0
+
+
+class _PipeInput:
+    def __init__(self, command):
+        self.command = command
+        try:
+            self.proc = subprocess.Popen(command, shell=True, stdout=subprocess.PIPE)
+        except OSError as err:
+            raise KaldiError("Failed to run input pipe '%s |': %s" % (command, err)) from None
+
+    def close(self, failed):
+        self.proc.stdout.close()
+        code = self.proc.wait()
+        # A producer we stopped reading early dies of SIGPIPE; that is not its fault.
+        if not failed and code not in (0, -signal.SIGPIPE, 128 + signal.SIGPIPE):
+            raise KaldiError("Input pipe '%s |' failed (%s)" % (self.command, _status_text(code)))
+
+
+@contextlib.contextmanager
+def open_input(rx):
+    """A binary readable stream for an rxfilename (``-``/``""`` stdin, ``cmd |``, ``file:123``)."""
+    kind, what = classify_rxfilename(rx)
+    if kind == "stdin":
+        yield sys.stdin.buffer
+        return
+    if kind == "pipe":
+        pipe = _PipeInput(what)
+        try:
+            yield pipe.proc.stdout
+        except BaseException:
+            pipe.close(failed=True)
+            raise
+        pipe.close(failed=False)
+        return
+    path, offset = what if kind == "offset" else (what, 0)
+    try:
+        handle = open(path, "rb")
+    except OSError as err:
+        raise _open_failed(path, err) from None
+    with handle:
+        if offset:
+            handle.seek(offset)
+        yield handle
+
+
+# -- writing -------------------------------------------------------------------------------------
+
+class OutputHandle:
+    """An open wxfilename: ``stream`` to write to, then ``commit()`` or ``abort()``.
+
+    Plain files are written to a temporary file in the same directory and renamed on commit;
+    special files (``/dev/null``, FIFOs) are written in place; ``| cmd`` is checked on commit.
+    """
+
+    def __init__(self, wx):
+        self.wx = wx = os.fspath(wx)
+        self.kind, what = classify_wxfilename(wx)
+        self._tmp = None
+        self._proc = None
+        self.bytes_written = 0
+        if self.kind == "stdout":
+            self.stream = sys.stdout.buffer
+        elif self.kind == "pipe":
+            try:
+                self._proc = subprocess.Popen(what, shell=True, stdin=subprocess.PIPE,
+                                              bufsize=_CHUNK)
+            except OSError as err:
+                raise KaldiError("Failed to run output pipe '| %s': %s" % (what, err)) from None
+            self.stream = self._proc.stdin
+        else:
+            self.path = os.path.realpath(what)
+            if os.path.exists(self.path) and not os.path.isfile(self.path):
+                try:
+                    self.stream = open(self.path, "wb", buffering=_CHUNK)
+                except OSError as err:
+                    raise _open_failed(wx, err, "writing") from None
+                return
+            directory = os.path.dirname(self.path) or "."
+            try:
+                fd, self._tmp = tempfile.mkstemp(
+                    prefix="." + os.path.basename(self.path) + ".", suffix=".tmp", dir=directory)
+            except OSError as err:
+                raise _open_failed(wx, err, "writing") from None
+            os.fchmod(fd, 0o666 & ~_UMASK)
+            self.stream = os.fdopen(fd, "wb", buffering=_CHUNK)
+
+    def write(self, data):
+        self.stream.write(data)
+        self.bytes_written += len(data)
+
+    def commit(self):
+        if self.kind == "stdout":
+            try:
+                self.stream.flush()
+            except BrokenPipeError:
+                raise KaldiError("Failed to write to standard output: broken pipe") from None
+            return
+        if self.kind == "pipe":
+            try:
+                self.stream.close()
+            except BrokenPipeError:
+                pass
+            code = self._proc.wait()
+            if code != 0:
+                raise KaldiError("Output pipe '%s' failed (%s)" % (self.wx, _status_text(code)))
+            return
+        try:
+            self.stream.close()
+            if self._tmp is not None:
+                os.replace(self._tmp, self.path)
+                self._tmp = None
+        except OSError as err:
+            self.abort()
+            raise KaldiError("Failed to write '%s': %s" % (self.wx, err.strerror or err)) from None
+
+    def abort(self):
+        if self.kind == "stdout":
+            try:
+                self.stream.flush()
+            except OSError:
+                pass
+            return
+        try:
+            self.stream.close()
+        except OSError:
+            pass
+        if self._proc is not None:
+            self._proc.wait()
+        if self._tmp is not None:
+            try:
+                os.unlink(self._tmp)
+            except OSError:
+                pass
+            self._tmp = None
+
+
+@contextlib.contextmanager
+def open_output(wx):
+    """A binary writable stream for a wxfilename; committed (renamed / pipe checked) on success."""
+    handle = OutputHandle(wx)
+    try:
+        yield handle.stream
+    except BaseException:
+        handle.abort()
+        raise
+    handle.commit()

@@ -1,0 +1,811 @@
+"""Kaldi tables (util/kaldi-table*.h, kaldi-holder*.h): archives, scripts, readers and writers.
+
+Holders: ``vector`` (float32, Kaldi's BaseFloat vector tables, always written as FV),
+``double_vector``, ``matrix`` (float32, FM), ``double_matrix``, ``int32`` (``num_utts.ark``),
+``token`` (utt2spk) and ``token_vector`` (spk2utt).
+
+Reading loads the whole input; binary float-vector archives and scripts take a numpy fast path
+(record headers verified in bulk, rows gathered with one strided copy), everything else goes
+through the per-record parser, which names the file, key and byte offset of any error.
+"""
+
+import re
+import struct
+
+import numpy as np
+
+from pauc_backend.errors import KaldiError
+from pauc_backend.kaldi_io import codec, streams
+from pauc_backend.kaldi_io.codec import ByteCursor
+from pauc_backend.kaldi_io.specifiers import parse_rspecifier, parse_wspecifier
+
+_WS = re.compile(rb"[ \t\n\v\f\r]*")
+_TOKEN = re.compile(rb"[^ \t\n\v\f\r]+")
+_BLANKS = re.compile(rb"[ \t\v\f\r]*")
+_IS_WS = np.zeros(256, dtype=bool)
+_IS_WS[list(b" \t\n\v\f\r")] = True
+_FV_HEADER = b"\0BFV \x04"
+
+
+# -- holders -------------------------------------------------------------------------------------
+
+def _end_of_line(cur, what):
+    """After a text int/token: blanks, then a newline (consumed) or end of input."""
+    cur.pos = _BLANKS.match(cur.data, cur.pos).end()
+    nxt = cur.data[cur.pos:cur.pos + 1]
+    if nxt == b"\n":
+        cur.pos += 1
+    elif nxt:
+        raise cur.error("Failed to read %s: expected newline, got %r" % (what, nxt))
+
+
+class _Holder:
+    name = None
+
+    def read(self, cur):
+        raise NotImplementedError
+
+    def encode(self, value, binary):
+        raise NotImplementedError
+
+
+class _VectorHolder(_Holder):
+    def __init__(self, name, dtype):
+        self.name, self.dtype = name, dtype
+
+    def read(self, cur):
+        binary = codec.read_binary_header(cur)
+        return codec.read_vector_obj(cur, binary, self.dtype)
+
+    def encode(self, value, binary):
+        value = np.asarray(value, dtype=self.dtype)
+        if value.ndim != 1:
+            raise KaldiError("Cannot write an array of shape %s as a vector" % (value.shape,))
+        if not binary:
+            return codec.format_text_vector(value)
+        token = b"FV " if self.dtype == np.float32 else b"DV "
+        return (b"\0B" + token + struct.pack("<bi", 4, value.size)
+                + value.astype(self.dtype.newbyteorder("<")).tobytes())
+
+
+class _MatrixHolder(_Holder):
+    def __init__(self, name, dtype):
+        self.name, self.dtype = name, dtype
+
+    def read(self, cur):
+        binary = codec.read_binary_header(cur)
+        return codec.read_matrix_obj(cur, binary, self.dtype)
+
+    def encode(self, value, binary):
+        value = np.asarray(value, dtype=self.dtype)
+        if value.ndim != 2:
+            raise KaldiError("Cannot write an array of shape %s as a matrix" % (value.shape,))
+        if not binary:
+            return codec.format_text_matrix(value)
+        token = b"FM " if self.dtype == np.float32 else b"DM "
+        return (b"\0B" + token + struct.pack("<bibi", 4, value.shape[0], 4, value.shape[1])
+                + np.ascontiguousarray(value, dtype=self.dtype.newbyteorder("<")).tobytes())
+
+
+class _Int32Holder(_Holder):
+    """BasicHolder<int32>: binary ``\\0B\\x04<int32>`` or text ``5 \\n``."""
+    name = "int32"
+
+    def read(self, cur):
+        if codec.read_binary_header(cur):
+            return codec.read_int32(cur, True)
+        cur.pos = _BLANKS.match(cur.data, cur.pos).end()
+        if cur.data[cur.pos:cur.pos + 1] in (b"\n", b""):
+            raise cur.error("Failed to read int32: found newline but expected a number")
+        value = codec.read_int32(cur, False)
+        _end_of_line(cur, "int32")
+        return value
+
+    def encode(self, value, binary):
+        value = int(value)
+        if not -2 ** 31 <= value < 2 ** 31:
+            raise KaldiError("Integer %d does not fit in int32" % value)
+        return b"\0B" + struct.pack("<bi", 4, value) if binary else b"%d \n" % value
+
+
+class _TokenHolder(_Holder):
+    """TokenHolder (utt2spk): one token then newline; text only."""
+    name = "token"
+
+    def read(self, cur):
+        cur.skip_whitespace()
+        match = _TOKEN.match(cur.data, cur.pos)
+        if match is None:
+            raise cur.error("Failed to read token: end of input")
+        cur.pos = match.end()
+        _end_of_line(cur, "token")
+        return _decode(match.group(), cur, match.start())
+
+    def encode(self, value, binary):
+        _check_token(value, "token")
+        return value.encode() + b"\n"
+
+
+class _TokenVectorHolder(_Holder):
+    """TokenVectorHolder (spk2utt): the rest of the line split at whitespace; text only."""
+    name = "token_vector"
+
+    def read(self, cur):
+        end = cur.data.find(b"\n", cur.pos)
+        end = len(cur.data) if end < 0 else end
+        line = bytes(cur.data[cur.pos:end])
+        start = cur.pos
+        cur.pos = min(end + 1, len(cur.data))
+        return [_decode(token, cur, start) for token in line.split()]
+
+    def encode(self, value, binary):
+        if isinstance(value, str):
+            raise KaldiError("A token_vector value must be a list of tokens, not a string")
+        for token in value:
+            _check_token(token, "token")
+        return "".join(token + " " for token in value).encode() + b"\n"
+
+
+HOLDERS = {
+    "vector": _VectorHolder("vector", np.dtype(np.float32)),
+    "double_vector": _VectorHolder("double_vector", np.dtype(np.float64)),
+    "matrix": _MatrixHolder("matrix", np.dtype(np.float32)),
+    "double_matrix": _MatrixHolder("double_matrix", np.dtype(np.float64)),
+    "int32": _Int32Holder(),
+    "token": _TokenHolder(),
+    "token_vector": _TokenVectorHolder(),
+}
+
+
+def _holder(name):
+    try:
+        return HOLDERS[name]
+    except KeyError:
+        raise ValueError("unknown holder %r (one of %s)" % (name, ", ".join(HOLDERS))) from None
+
+
+def _decode(raw, cur, pos):
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise KaldiError("Invalid key or token (not valid UTF-8) at byte %d of %s: %r" % (
+            pos + err.start, streams.printable(cur.name), bytes(raw[:40]))) from None
+
+
+def _check_token(token, what="key"):
+    """Kaldi's IsToken: non-empty, no whitespace, no control characters."""
+    if not isinstance(token, str) or not token or any(
+            c.isspace() or ord(c) < 32 or ord(c) == 127 for c in token):
+        raise KaldiError("Invalid %s %r: must be non-empty, without whitespace" % (what, token))
+
+
+_BAD_KEY_CHAR = re.compile(r"[\s\x00-\x1f\x7f]")
+
+
+def _check_keys(keys):
+    """_check_token over many keys at once."""
+    if not all(isinstance(k, str) and k for k in keys) or _BAD_KEY_CHAR.search("".join(keys)):
+        for key in keys:
+            _check_token(key)
+
+
+# -- archive parsing -----------------------------------------------------------------------------
+
+def _iter_ark(data, start, name, holder, permissive=False):
+    """Yield (key, value, key_offset) from an archive; KaldiError (or stop, if permissive)."""
+    cur = ByteCursor(data, start, name)
+    size = len(data)
+    while True:
+        cur.key = None
+        cur.pos = _WS.match(data, cur.pos).end()
+        if cur.pos >= size:
+            return
+        key_pos = cur.pos
+        try:
+            match = _TOKEN.match(data, key_pos)
+            key = _decode(match.group(), cur, key_pos)
+            cur.pos = match.end()
+            cur.key = key
+            sep = data[cur.pos:cur.pos + 1]
+            if sep in (b" ", b"\t"):
+                cur.pos += 1
+            elif sep != b"\n":
+                raise cur.error("Invalid archive: expected space after key, got %s" % (
+                    "end of input" if not sep else repr(sep)))
+            value = holder.read(cur)
+        except KaldiError as err:
+            if permissive:
+                codec.warn("Stopped reading archive %s after an error (permissive mode): %s" % (
+                    streams.printable(name), err))
+                return
+            raise
+        yield key, value, key_pos
+
+
+def _ascii_keys(raw, n, length):
+    """Split n fixed-length keys from one bytes blob (fast when ASCII)."""
+    if raw.isascii():
+        text = raw.decode("ascii")
+        return [text[i:i + length] for i in range(0, n * length, length)]
+    return None
+
+
+def _fixed_stride_fv(data, start, name):
+    """The fast path: every record is ``<key of length L> \\0BFV \\x04<d><d floats>``."""
+    size = len(data) - start
+    match = _TOKEN.match(data, start)
+    if match is None:
+        return None
+    key_len = match.end() - start
+    header = bytes(data[match.end():match.end() + 11])
+    if len(header) < 11 or header[:7] != b" " + _FV_HEADER:
+        return None
+    dim = struct.unpack("<i", header[7:])[0]
+    stride = key_len + 11 + 4 * dim
+    if dim < 0 or size % stride:
+        return None
+    count = size // stride
+    records = np.frombuffer(data, np.uint8, count * stride, start).reshape(count, stride)
+    if not (records[:, key_len:key_len + 11] == np.frombuffer(header, np.uint8)).all():
+        return None
+    keys_raw = records[:, :key_len]
+    if _IS_WS[keys_raw].any():
+        return None
+    keys = _ascii_keys(keys_raw.tobytes(), count, key_len)
+    if keys is None:
+        return None
+    rows = np.ndarray((count, dim), dtype="<f4", buffer=data, offset=start + key_len + 11,
+                      strides=(stride, 4))
+    return keys, np.array(rows, dtype=np.float32)
+
+
+def _gather_rows(data, offsets, dim):
+    """Rows of ``dim`` float32 starting at byte ``offsets`` of ``data``, as one (n, dim) array."""
+    out = np.empty((len(offsets), dim), dtype=np.float32)
+    if len(offsets) == 0 or dim == 0:
+        return out
+    offsets = np.asarray(offsets, dtype=np.int64)
+    steps = np.diff(offsets)
+    if len(offsets) > 1 and (steps == steps[0]).all() and steps[0] >= 4 * dim:
+        out[:] = np.ndarray((len(offsets), dim), dtype="<f4", buffer=data,
+                            offset=int(offsets[0]), strides=(int(steps[0]), 4))
+        return out
+    size = len(data)
+    for shift in range(4):
+        rows = np.flatnonzero(offsets % 4 == shift)
+        if rows.size == 0:
+            continue
+        count = (size - shift) // 4
+        flat = np.ndarray((count,), dtype="<f4", buffer=data, offset=shift)
+        windows = np.lib.stride_tricks.as_strided(flat, shape=(count - dim + 1, dim),
+                                                  strides=(4, 4), writeable=False)
+        out[rows] = windows[(offsets[rows] - shift) // 4]
+    return out
+
+
+def _variable_key_fv(data, start, name):
+    """All records FV of one dim, keys of any length: one cheap header check per record."""
+    size = len(data)
+    match = _TOKEN.match(data, _WS.match(data, start).end())
+    if match is None:
+        return None
+    header = bytes(data[match.end():match.end() + 11])
+    if len(header) < 11 or header[1:7] != _FV_HEADER or header[:1] not in b" \t":
+        return None
+    dim = struct.unpack("<i", header[7:])[0]
+    if dim < 0:
+        return None
+    tail = header[1:]
+    record_tail = 10 + 4 * dim
+    keys, offsets = [], []
+    ws_match, token_match = _WS.match, _TOKEN.match
+    pos = start
+    while True:
+        pos = ws_match(data, pos).end()
+        if pos >= size:
+            break
+        match = token_match(data, pos)
+        end = match.end()
+        if data[end + 1:end + 11] != tail or data[end:end + 1] not in (b" ", b"\t") \
+                or end + 1 + record_tail > size:
+            return None
+        keys.append(match.group())
+        offsets.append(end + 11)
+        pos = end + 1 + record_tail
+    joined = b"\n".join(keys)
+    try:
+        text = joined.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return text.split("\n") if keys else [], _gather_rows(data, offsets, dim)
+
+
+def _stack(keys, rows, name):
+    if not rows:
+        return keys, np.zeros((0, 0), dtype=np.float32)
+    dims = {row.size for row in rows}
+    if len(dims) > 1:
+        first = rows[0].size
+        bad = next(i for i, row in enumerate(rows) if row.size != first)
+        raise KaldiError("Vectors in %s have different dimensions: '%s' has dim %d but '%s' has "
+                         "dim %d" % (name, keys[0], first, keys[bad], rows[bad].size))
+    return keys, np.array(rows, dtype=np.float32).reshape(len(rows), -1)
+
+
+# -- script files --------------------------------------------------------------------------------
+
+def read_script(rx):
+    """The (key, rxfilename) pairs of a ``.scp`` file (ReadScriptFile); KaldiError on bad lines."""
+    data, start = streams.read_all(rx)
+    raw = bytes(data[start:])
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = raw.count(b"\n", 0, err.start) + 1
+        raise KaldiError("Invalid script file %s: line %d is not valid UTF-8 (byte %d)" % (
+            streams.printable(rx), line, err.start)) from None
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    keys, targets = [], []
+    for number, line in enumerate(lines, 1):
+        parts = line.split(None, 1)
+        if len(parts) != 2:
+            raise KaldiError("Invalid line %d in script file %s (expected 'key rxfilename'): %r"
+                             % (number, streams.printable(rx), line[:200]))
+        keys.append(parts[0])
+        targets.append(parts[1].strip(" \t\n\v\f\r"))
+    return keys, targets
+
+
+class _FileCache:
+    """Plain files opened by script entries (``a.ark:123``), mapped once each."""
+
+    def __init__(self):
+        self.files = {}
+
+    def load(self, rx):
+        kind, what = streams.classify_rxfilename(rx)
+        if kind in ("file", "offset"):
+            path, offset = what if kind == "offset" else (what, 0)
+            if path not in self.files:
+                self.files[path] = streams.read_all(path)[0]
+            data = self.files[path]
+            if offset > len(data):
+                raise KaldiError("Failed to read '%s': offset %d is beyond the end of the file "
+                                 "(%d bytes)" % (rx, offset, len(data)))
+            return data, offset
+        return streams.read_all(rx)
+
+    def read_object(self, rx, holder, key):
+        data, offset = self.load(rx)
+        cur = ByteCursor(data, offset, rx, key)
+        try:
+            return holder.read(cur)
+        except (struct.error, IndexError, ValueError) as err:
+            raise cur.error("Failed to read %s: %s" % (holder.name, err)) from None
+
+    def close(self):
+        for data in self.files.values():
+            if hasattr(data, "close"):
+                try:
+                    data.close()
+                except BufferError:
+                    pass
+        self.files.clear()
+
+
+def _iter_scp(rx, holder, permissive=False):
+    keys, targets = read_script(rx)
+    cache = _FileCache()
+    try:
+        for key, target in zip(keys, targets):
+            try:
+                value = cache.read_object(target, holder, key)
+            except KaldiError as err:
+                if not permissive:
+                    raise KaldiError("Failed to read key '%s' from script %s: %s" % (
+                        key, streams.printable(rx), err)) from None
+                codec.warn("Skipping key '%s' of %s (permissive mode): %s" % (
+                    key, streams.printable(rx), err))
+                continue
+            yield key, value
+    finally:
+        cache.close()
+
+
+def _scp_fast_fv(keys, targets):
+    """Bulk path for scripts whose entries are ``file:offset`` of FV records of one dim."""
+    paths, offsets = [], []
+    for target in targets:
+        colon = target.rfind(":")
+        if colon < 0 or not target[colon + 1:].isdigit():
+            return None
+        paths.append(target[:colon])
+        offsets.append(int(target[colon + 1:]))
+    if not targets:
+        return None
+    offsets = np.array(offsets, dtype=np.int64)
+    unique = sorted(set(paths))
+    if any(streams.classify_rxfilename(p)[0] != "file" for p in unique):
+        return None
+    cache = _FileCache()
+    try:
+        groups = {}
+        dim = None
+        path_array = np.array(paths) if len(unique) > 1 else None
+        for path in unique:
+            data = cache.load(path)[0]
+            rows = np.flatnonzero(path_array == path) if path_array is not None \
+                else np.arange(len(targets))
+            where = offsets[rows]
+            if dim is None:
+                head = bytes(data[where[0]:where[0] + 10])
+                if len(head) < 10 or head[:6] != _FV_HEADER:
+                    return None
+                dim = struct.unpack("<i", head[6:])[0]
+            expected = np.frombuffer(_FV_HEADER + struct.pack("<i", dim), np.uint8)
+            if (where + 10 + 4 * dim > len(data)).any():
+                return None
+            heads = np.frombuffer(data, np.uint8)[where[:, None] + np.arange(10)]
+            if not (heads == expected).all():
+                return None
+            groups[path] = (rows, where + 10, data)
+        out = np.empty((len(targets), dim), dtype=np.float32)
+        for rows, data_offsets, data in groups.values():
+            out[rows] = _gather_rows(data, data_offsets, dim)
+        return list(keys), out
+    finally:
+        cache.close()
+
+
+# -- readers -------------------------------------------------------------------------------------
+
+class SequentialTableReader:
+    """Iterate ``(key, value)`` over an rspecifier (SequentialTableReader), in file order."""
+
+    def __init__(self, rspecifier, holder="vector"):
+        self.rspecifier = rspecifier
+        self.spec = parse_rspecifier(rspecifier)
+        self.holder = _holder(holder)
+
+    def __iter__(self):
+        spec = self.spec
+        if spec.kind == "scp":
+            yield from _iter_scp(spec.filename, self.holder, spec.permissive)
+            return
+        data, start = streams.read_all(spec.filename)
+        try:
+            for key, value, _ in _iter_ark(data, start, spec.filename, self.holder,
+                                           spec.permissive):
+                yield key, value
+        finally:
+            if hasattr(data, "close"):
+                try:
+                    data.close()
+                except BufferError:
+                    pass
+
+    def close(self):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class RandomAccessTableReader:
+    """Values by key from an rspecifier (RandomAccessTableReader).
+
+    An archive is indexed on the first lookup (read once, kept in memory); a script is read
+    lazily, opening ``file:offset`` per key. With ``p`` an unreadable entry counts as absent.
+    """
+
+    def __init__(self, rspecifier, holder="vector"):
+        self.rspecifier = rspecifier
+        self.spec = parse_rspecifier(rspecifier)
+        self.holder = _holder(holder)
+        self._values = None
+        self._targets = None
+        self._cache = _FileCache()
+
+    def _index(self):
+        if self.spec.kind == "ark":
+            if self._values is None:
+                values = {}
+                data, start = streams.read_all(self.spec.filename)
+                for key, value, _ in _iter_ark(data, start, self.spec.filename, self.holder,
+                                               self.spec.permissive):
+                    if key in values:
+                        raise KaldiError("Duplicate key '%s' in archive %s" % (
+                            key, streams.printable(self.spec.filename)))
+                    values[key] = value
+                self._values = values
+        elif self._targets is None:
+            keys, targets = read_script(self.spec.filename)
+            self._targets = dict(zip(keys, targets))
+            if len(self._targets) != len(keys):
+                seen = set()
+                duplicate = next(k for k in keys if k in seen or seen.add(k))
+                raise KaldiError("Duplicate key '%s' in script %s" % (
+                    duplicate, streams.printable(self.spec.filename)))
+            self._values = {}
+
+    def _load(self, key):
+        try:
+            value = self._cache.read_object(self._targets[key], self.holder, key)
+        except KaldiError as err:
+            if self.spec.permissive:
+                return None
+            raise KaldiError("Failed to read key '%s' from script %s: %s" % (
+                key, streams.printable(self.spec.filename), err)) from None
+        self._values[key] = value
+        return value
+
+    def __contains__(self, key):
+        self._index()
+        if key in self._values:
+            return True
+        if self._targets is None or key not in self._targets:
+            return False
+        return not self.spec.permissive or self._load(key) is not None
+
+    has_key = __contains__
+
+    def __getitem__(self, key):
+        self._index()
+        if key in self._values:
+            return self._values[key]
+        if self._targets is not None and key in self._targets:
+            value = self._load(key)
+            if value is not None:
+                return value
+        raise KaldiError("Key '%s' not present in %s" % (key, self.rspecifier))
+
+    value = __getitem__
+
+    def get(self, key, default=None):
+        return self[key] if key in self else default
+
+    def keys(self):
+        self._index()
+        return list(self._targets) if self._targets is not None else list(self._values)
+
+    def close(self):
+        self._cache.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def read_vector_table(rspecifier):
+    """``(keys, X)``: every vector of a table as one float32 (n, d) array, in file order.
+
+    KaldiError if the dims differ. Binary FV archives and scripts take the numpy fast path.
+    """
+    spec = parse_rspecifier(rspecifier)
+    if spec.kind == "scp":
+        keys, targets = read_script(spec.filename)
+        fast = _scp_fast_fv(keys, targets)
+        if fast is not None:
+            return fast
+        pairs = list(_iter_scp(spec.filename, HOLDERS["vector"], spec.permissive))
+        return _stack([k for k, _ in pairs], [v for _, v in pairs], spec.filename)
+    data, start = streams.read_all(spec.filename)
+    try:
+        fast = _fixed_stride_fv(data, start, spec.filename)
+        if fast is None:
+            fast = _variable_key_fv(data, start, spec.filename)
+        if fast is not None:
+            return fast
+        keys, rows = [], []
+        for key, value, _ in _iter_ark(data, start, spec.filename, HOLDERS["vector"],
+                                       spec.permissive):
+            keys.append(key)
+            rows.append(value)
+        return _stack(keys, rows, streams.printable(spec.filename))
+    finally:
+        if hasattr(data, "close"):
+            try:
+                data.close()
+            except BufferError:
+                pass
+
+
+def _read_dict(rspecifier, holder):
+    table = {}
+    for key, value in SequentialTableReader(rspecifier, holder):
+        if key in table:
+            raise KaldiError("Duplicate key '%s' in %s" % (key, rspecifier))
+        table[key] = value
+    return table
+
+
+def read_int32_table(rspecifier):
+    """``{key: int}`` of an int32 table (e.g. ``ark:exp/enroll_num_utts.ark``)."""
+    return _read_dict(rspecifier, "int32")
+
+
+def read_token_table(rspecifier):
+    """``{key: token}`` of a token table (utt2spk), in file order."""
+    return _read_dict(rspecifier, "token")
+
+
+def read_token_vector_table(rspecifier):
+    """``{key: [tokens]}`` of a token-vector table (spk2utt), in file order."""
+    return _read_dict(rspecifier, "token_vector")
+
+
+# -- writers -------------------------------------------------------------------------------------
+
+class TableWriter:
+    """Write ``(key, value)`` to a wspecifier (TableWriter): ark, scp, ark+scp, stdout, pipes.
+
+    Outputs are committed by ``close()`` (or leaving the ``with`` block); an exception aborts
+    them, so no half-written archive is left. ``ark,scp:A,S`` writes ``key A:offset`` lines.
+    """
+
+    def __init__(self, wspecifier, holder="vector"):
+        self.wspecifier = wspecifier
+        self.spec = parse_wspecifier(wspecifier)
+        self.holder = _holder(holder)
+        self.binary = self.spec.binary and holder not in ("token", "token_vector")
+        self._ark = self._scp = None
+        self._targets = None
+        self._pending = []
+        self.num_written = 0
+        if self.spec.kind == "scp":
+            keys, targets = read_script(self.spec.scp)
+            self._targets = dict(zip(keys, targets))
+            return
+        self._ark = streams.OutputHandle(self.spec.ark)
+        if self.spec.kind == "ark,scp":
+            try:
+                self._scp = streams.OutputHandle(self.spec.scp)
+            except BaseException:
+                self._ark.abort()
+                raise
+            self._ark_name = self.spec.ark.encode()
+
+    def write(self, key, value):
+        _check_token(key)
+        data = self.holder.encode(value, self.binary)
+        self.write_encoded(key, data)
+
+    def write_encoded(self, key, data):
+        """Write an already-encoded object (``\\0B``... or text) under ``key``."""
+        if self._targets is not None:
+            target = self._targets.get(key)
+            if target is None:
+                if self.spec.permissive:
+                    return
+                raise KaldiError("Key '%s' is not in the script file %s (writing %s)" % (
+                    key, self.spec.scp, self.wspecifier))
+            handle = streams.OutputHandle(target)
+            try:
+                handle.write(data)
+            except BaseException:
+                handle.abort()
+                raise
+            self._pending.append(handle)
+        else:
+            self._ark.write(key.encode() + b" ")
+            offset = self._ark.bytes_written
+            self._ark.write(data)
+            if self._scp is not None:
+                self._scp.write(b"%s %s:%d\n" % (key.encode(), self._ark_name, offset))
+            if self.spec.flush:
+                self._ark.stream.flush()
+        self.num_written += 1
+
+    def close(self):
+        """Commit the outputs (rename temp files, check output pipes)."""
+        handles = [h for h in (self._ark, self._scp) if h is not None] + self._pending
+        self._ark = self._scp = None
+        self._pending = []
+        try:
+            for handle in handles:
+                handle.commit()
+        except BaseException:
+            for handle in handles:
+                handle.abort()
+            raise
+
+    def abort(self):
+        for handle in [h for h in (self._ark, self._scp) if h is not None] + self._pending:
+            handle.abort()
+        self._ark = self._scp = None
+        self._pending = []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+
+def _encode_fv_records(keys_b, X):
+    """Binary FV archive bytes and the offsets of each ``\\0B`` (vectorised for equal-length keys)."""
+    count, dim = X.shape
+    header = _FV_HEADER + struct.pack("<i", dim)
+    lengths = np.fromiter((len(k) for k in keys_b), dtype=np.int64, count=count)
+    if count and (lengths == lengths[0]).all():
+        key_len = int(lengths[0])
+        stride = key_len + 11 + 4 * dim
+        records = np.empty((count, stride), dtype=np.uint8)
+        records[:, :key_len] = np.frombuffer(b"".join(keys_b), np.uint8).reshape(count, key_len)
+        records[:, key_len] = 32
+        records[:, key_len + 1:key_len + 11] = np.frombuffer(header, np.uint8)
+        records[:, key_len + 11:] = X.astype("<f4", copy=False).view(np.uint8).reshape(count, -1)
+        offsets = np.arange(count, dtype=np.int64) * stride + key_len + 1
+        return memoryview(records).cast("B"), offsets
+    rows = X.astype("<f4", copy=False).tobytes()
+    row_bytes = 4 * dim
+    view = memoryview(rows)
+    parts = []
+    for i, key in enumerate(keys_b):
+        parts += (key, b" ", header, view[i * row_bytes:(i + 1) * row_bytes])
+    offsets = np.cumsum(lengths + 11 + row_bytes) - row_bytes - 10
+    return b"".join(parts), offsets
+
+
+def write_vector_table(wspecifier, keys, X):
+    """Write float vectors (FV, or text with ``,t``) under ``keys`` to a wspecifier."""
+    X = np.asarray(X)
+    if X.ndim != 2 or X.shape[0] != len(keys):
+        raise KaldiError("write_vector_table: %d keys but an array of shape %s" % (
+            len(keys), X.shape))
+    X = np.ascontiguousarray(X, dtype=np.float32)
+    _check_keys(keys)
+    with TableWriter(wspecifier, "vector") as writer:
+        if writer._targets is not None:
+            for key, row in zip(keys, X):
+                writer.write(key, row)
+            return
+        keys_b = [key.encode() for key in keys]
+        if writer.binary:
+            data, offsets = _encode_fv_records(keys_b, X)
+        else:
+            row_format = b"%.7g " * X.shape[1]
+            records = [b"%s  [ %s]\n" % (key, row_format % tuple(row))
+                       for key, row in zip(keys_b, X.tolist())]
+            lengths = np.fromiter(map(len, records), dtype=np.int64, count=len(records))
+            key_lengths = np.fromiter(map(len, keys_b), dtype=np.int64, count=len(keys_b))
+            offsets = np.cumsum(lengths) - lengths + key_lengths + 1
+            data = b"".join(records)
+        base = writer._ark.bytes_written
+        writer._ark.write(data)
+        if writer._scp is not None:
+            name = writer._ark_name
+            writer._scp.write(b"".join(b"%s %s:%d\n" % (key, name, base + int(offset))
+                                       for key, offset in zip(keys_b, offsets)))
+        writer.num_written += len(keys)
+
+
+def write_int32_table(wspecifier, keys, values):
+    """An int32 table (``ark,t:num_utts.ark`` gives lines ``spk 5 \\n``)."""
+    with TableWriter(wspecifier, "int32") as writer:
+        for key, value in zip(keys, values):
+            writer.write(key, value)
+
+
+def write_token_table(wspecifier, table):
+    """A token table (utt2spk lines ``utt spk``) from a dict."""
+    with TableWriter(wspecifier, "token") as writer:
+        for key, value in table.items():
+            writer.write(key, value)
+
+
+def write_token_vector_table(wspecifier, table):
+    """A token-vector table (spk2utt lines ``spk utt1 utt2 \\n``, as Kaldi) from a dict."""
+    with TableWriter(wspecifier, "token_vector") as writer:
+        for key, value in table.items():
+            writer.write(key, value)
