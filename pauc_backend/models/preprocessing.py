@@ -167,3 +167,17 @@ def ratio_stats(ratios):
     avg = np.float32(total / num)
     variance = total2 / num - float(avg * avg)
     return float(avg), float(np.float32(np.sqrt(max(variance, 0.0))))
+
+
+def speaker_mean_stats(means):
+    """ivector-mean's log figures: norm of the mean speaker vector, and the root-mean-square
+    speaker-vector length divided by sqrt(dim)."""
+    means = _as_matrix(means)
+    sumsq = float(np.add.reduce(np.einsum("ij,ij->i", means, means).astype(np.float64)))
+    mean_length = float(np.linalg.norm(vector_sum(means) * (1.0 / means.shape[0])))
+    return mean_length, np.sqrt(sumsq / means.shape[0]) / np.sqrt(means.shape[1])
+
+
+def mean_norm(total, count):
+    """``|sum| / N``, the norm of the mean that ivector-subtract-global-mean logs."""
+    return float(np.linalg.norm(np.asarray(total, dtype=np.float64))) / count
