@@ -7,19 +7,13 @@ is matrix arithmetic over the distinct enrollment and test vectors.
 """
 
 import numpy as np
+from scipy import sparse
 
 _LOG_2PI = np.log(2.0 * np.pi)
 
 
 def _sym(matrix):
     return 0.5 * (matrix + matrix.T)
-
-
-def _inv_spd(matrix, what):
-    try:
-        return _sym(np.linalg.inv(matrix))
-    except np.linalg.LinAlgError:
-        raise ValueError("%s is singular, unable to estimate PLDA." % what) from None
 
 
 def _sorted_eigh(matrix):
@@ -42,14 +36,47 @@ def _normalizing_transform(covar, what):
     return np.linalg.solve(chol, np.eye(len(chol)))
 
 
-def _check_finite(X, name):
-    X = np.asarray(X, dtype=np.float64)
+def _check_finite(X, name, copy=False):
+    X = np.array(X, dtype=np.float64, copy=True) if copy else np.asarray(X, dtype=np.float64)
     if X.ndim != 2:
         raise ValueError("%s must be a 2-D array, got shape %s" % (name, X.shape))
     if not np.all(np.isfinite(X)):
         row = int(np.flatnonzero(~np.all(np.isfinite(X), axis=1))[0])
         raise ValueError("%s row %d contains NaN or Inf" % (name, row))
     return X
+
+
+def _em_step(within, between, offset_scatter, mean_offsets, counts):
+    """One E-M iteration of PldaEstimator::EstimateOneIter, for all classes at once.
+
+    For a class of size n with centred mean m, Kaldi adds mixed_n + w w^T to the between stats
+    and n (mixed_n + (m-w)(m-w)^T) to the within stats, where mixed_n = (B^-1 + n W^-1)^-1 and
+    w = mixed_n n W^-1 m. In the basis T that makes W = I and B = diag(lam), mixed_n and the gain
+    w = g_n * m are diagonal, g_n = n lam / (1 + n lam): the sums become element-wise products.
+    """
+    chol = _cholesky(within, "Within-class covariance")
+    chol_inv = np.linalg.solve(chol, np.eye(len(chol)))
+    lam, vectors = np.linalg.eigh(_sym(chol_inv @ between @ chol_inv.T))
+    lam = np.maximum(lam, 0.0)
+    to_diag = vectors.T @ chol_inv           # T: T W T^T = I, T B T^T = diag(lam)
+    from_diag = chol @ vectors               # T^-1
+    sizes, size_index, size_counts = np.unique(counts, return_inverse=True, return_counts=True)
+    n = sizes.astype(np.float64)[:, None]
+    mixed = lam / (1.0 + n * lam)            # diag of T mixed_n T^T, per size
+    gain = n * mixed                         # diag of the gain, per size
+    mixed_between = size_counts @ mixed
+    mixed_within = (size_counts * sizes) @ mixed
+    offsets = mean_offsets @ to_diag.T
+    between_t = (gain[size_index] * offsets).T @ (gain[size_index] * offsets)
+    residual = np.sqrt(counts)[:, None] * (1.0 - gain[size_index]) * offsets
+    within_t = residual.T @ residual
+    between_t[np.diag_indices_from(between_t)] += mixed_between
+    within_t[np.diag_indices_from(within_t)] += mixed_within
+    num_examples, num_classes = counts.sum(), counts.shape[0]
+    within_stats = offset_scatter + from_diag @ within_t @ from_diag.T
+    between_stats = from_diag @ between_t @ from_diag.T
+    within_count = (num_examples - num_classes) + num_classes
+    return _sym(within_stats) / within_count, _sym(between_stats) / num_classes
 
 
 class PLDA:
@@ -92,7 +119,7 @@ class PLDA:
 
         Classes with one example are used (they inform the between-class covariance).
         """
-        X = _check_finite(X, "X")
+        X = _check_finite(X, "X", copy=True)
         y = np.asarray(y)
         if y.shape != (X.shape[0],):
             raise ValueError("X has %d rows but y has %d labels" % (X.shape[0], y.size))
@@ -106,29 +133,21 @@ class PLDA:
         counts = np.bincount(label_index)
         if np.all(counts == 1):
             raise ValueError("No speakers with multiple utterances, unable to estimate PLDA.")
-        order = np.argsort(label_index, kind="stable")
-        starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-        sorted_X = X[order]
-        class_means = np.add.reduceat(sorted_X, starts, axis=0) / counts[:, None]
-        centred = sorted_X - np.repeat(class_means, counts, axis=0)
-        offset_scatter = centred.T @ centred
         num_classes = counts.shape[0]
+        membership = sparse.csr_matrix((np.ones(num_examples), (label_index,
+                                        np.arange(num_examples))), shape=(num_classes,
+                                                                          num_examples))
+        class_means = (membership @ X) / counts[:, None]
         global_mean = class_means.sum(axis=0) / num_classes
         mean_offsets = class_means - global_mean
-
-        # Per distinct class size n: number of classes and the scatter of their centred means.
-        sizes, size_index = np.unique(counts, return_inverse=True)
-        size_counts = np.bincount(size_index)
-        size_scatter = np.zeros((sizes.shape[0], dim, dim))
-        for k in range(sizes.shape[0]):
-            rows = mean_offsets[size_index == k]
-            size_scatter[k] = rows.T @ rows
+        # Scatter about the class means (Kaldi's offset_scatter_), from data centred on the mean.
+        X -= global_mean
+        offset_scatter = X.T @ X - (mean_offsets * counts[:, None]).T @ mean_offsets
 
         within, between = np.eye(dim), np.eye(dim)
         self.within_var_trace_, self.between_var_trace_ = [], []
         for _ in range(self.num_em_iters):
-            within, between = self._em_step(within, between, offset_scatter, sizes, size_counts,
-                                             size_scatter, num_examples, num_classes)
+            within, between = _em_step(within, between, offset_scatter, mean_offsets, counts)
             self.within_var_trace_.append(float(np.trace(within)))
             self.between_var_trace_.append(float(np.trace(between)))
 
@@ -140,30 +159,6 @@ class PLDA:
         self.num_classes_, self.num_examples_ = num_classes, num_examples
         self._compute_derived()
         return self
-
-    @staticmethod
-    def _em_step(within, between, offset_scatter, sizes, size_counts, size_scatter,
-                 num_examples, num_classes):
-        """One E-M iteration (PldaEstimator::EstimateOneIter), summed per class size n.
-
-        For a class of size n with centred mean m: w = A_n m with A_n = mixed_n n W^-1 and
-        mixed_n = (B^-1 + n W^-1)^-1, so sums of w w^T and (m-w)(m-w)^T over the classes of
-        size n need only S_n = sum of m m^T.
-        """
-        dim = within.shape[0]
-        within_inv = _inv_spd(within, "Within-class covariance")
-        between_inv = _inv_spd(between, "Between-class covariance")
-        within_stats = offset_scatter.copy()
-        between_stats = np.zeros((dim, dim))
-        identity = np.eye(dim)
-        for n, count, scatter in zip(sizes, size_counts, size_scatter):
-            mixed = _inv_spd(between_inv + n * within_inv, "Between-class covariance")
-            gain = n * mixed @ within_inv  # w = gain m
-            residual = identity - gain
-            between_stats += count * mixed + gain @ scatter @ gain.T
-            within_stats += n * count * mixed + n * (residual @ scatter @ residual.T)
-        within_count = (num_examples - num_classes) + num_classes
-        return _sym(within_stats) / within_count, _sym(between_stats) / num_classes
 
     # -- adaptation and smoothing -------------------------------------------------------------
     def adapt(self, X, mean_diff_scale=1.0, within_covar_scale=0.3, between_covar_scale=0.7):
