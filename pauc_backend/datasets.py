@@ -102,15 +102,16 @@ def make_speaker_corpus(seed=777, dim=80, num_train_speakers=500, train_utts_med
                         enroll_utts_range=(1, 5), test_utts_range=(3, 9),
                         between_scale=3.0, between_decay=None, within_range=(0.8, 2.5),
                         within_dof=5.0, mean_scale=2.0, shift_scale=1.0,
-                        extra_between=(1.5, 0.3), extra_between_rank=8,
-                        extra_within=(4.0, 1.0), extra_within_rank=12):
+                        extra_between=(1.5, 0.3), extra_between_rank=None,
+                        extra_within=(4.0, 1.0), extra_within_rank=None):
     """Draw a corpus; every random number comes from ``np.random.default_rng(seed)``.
 
     Between-speaker variances are ``between_scale * exp(-k / between_decay) + 0.05``
     (``between_decay`` defaults to dim / 6); within-speaker variances decay log-linearly from
     ``within_range[1]`` to ``within_range[0]``. The in-domain extra variabilities have
     eigenvalues ``linspace(*extra_between, extra_between_rank)`` and
-    ``linspace(*extra_within, extra_within_rank)``. Trials: every evaluation speaker against
+    ``linspace(*extra_within, extra_within_rank)`` (ranks default to min(8, dim) and
+    min(12, dim)). Trials: every evaluation speaker against
     every test utterance, sorted by speaker then utterance.
     """
     if dim < 2:
@@ -128,6 +129,8 @@ def make_speaker_corpus(seed=777, dim=80, num_train_speakers=500, train_utts_med
             raise ValueError("%s must satisfy 1 <= low <= high, got %s" % (name, (low, high)))
     if train_utts_range[0] < 2:
         raise ValueError("training speakers need at least 2 utterances (PLDA, LDA)")
+    extra_between_rank = min(8, dim) if extra_between_rank is None else extra_between_rank
+    extra_within_rank = min(12, dim) if extra_within_rank is None else extra_within_rank
     if extra_between_rank > dim or extra_within_rank > dim:
         raise ValueError("the extra in-domain ranks must not exceed dim")
     rng = np.random.default_rng(seed)

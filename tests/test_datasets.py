@@ -110,3 +110,58 @@ def test_in_domain_sets_are_shifted_and_have_extra_variability():
 def test_bad_parameters_are_rejected(kwargs):
     with pytest.raises(ValueError):
         make_speaker_corpus(**kwargs)
+
+
+# ------------------------------------------------------------------ make-synthetic-vectors
+def _tree_bytes(root):
+    return {p.relative_to(root).as_posix(): p.read_bytes()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_make_synthetic_vectors_writes_kaldi_data_dirs_that_read_back(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # scp paths are relative to the directory the tool ran in
+    from conftest import run_tool
+    from pauc_backend.kaldi_io import read_token_vector_table, read_trials, read_vector_table
+    proc = run_tool("make-synthetic-vectors", "--seed=3", "--dim=12", "--num-train-speakers=30",
+                    "--num-adapt-speakers=10", "--num-eval-speakers=6", "data", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr.decode()
+    corpus = make_speaker_corpus(seed=3, dim=12, num_train_speakers=30, num_adapt_speakers=10,
+                                 num_eval_speakers=6)
+    for name in ("train", "adapt", "enroll", "test"):
+        keys, X = read_vector_table("scp:" + str(tmp_path / "data" / name / "xvector.scp"))
+        expected = getattr(corpus, name)
+        assert keys == expected.keys
+        np.testing.assert_array_equal(X, expected.X)
+        spk2utt = read_token_vector_table("ark:" + str(tmp_path / "data" / name / "spk2utt"))
+        assert spk2utt == expected.spk2utt()
+        utt2spk = (tmp_path / "data" / name / "utt2spk").read_text().splitlines()
+        assert utt2spk == ["%s %s" % pair for pair in zip(expected.keys, expected.labels)]
+    # scp paths are written as given (relative to the cwd), as Kaldi writes them.
+    assert (tmp_path / "data/train/xvector.scp").read_text().split()[1].startswith(
+        "data/train/xvector.ark:")
+    enroll, test, labels = read_trials(str(tmp_path / "data" / "trials"))
+    assert list(enroll) == list(corpus.trial_enroll) and list(test) == list(corpus.trial_test)
+    assert list(labels == "target") == list(corpus.trial_target)
+
+
+def test_make_synthetic_vectors_is_reproducible_and_seed_dependent(tmp_path):
+    from conftest import run_tool
+    options = ["--dim=8", "--num-train-speakers=20", "--num-adapt-speakers=5",
+               "--num-eval-speakers=4"]
+    for name, seed in (("a", 1), ("b", 1), ("c", 2)):
+        (tmp_path / name).mkdir()
+        assert run_tool("make-synthetic-vectors", "--seed=%d" % seed, *options, "data",
+                        cwd=tmp_path / name).returncode == 0
+    assert _tree_bytes(tmp_path / "a") == _tree_bytes(tmp_path / "b")
+    assert (_tree_bytes(tmp_path / "a")["train/xvector.ark"]
+            != _tree_bytes(tmp_path / "c")["train/xvector.ark"])
+
+
+def test_make_synthetic_vectors_rejects_bad_parameters_with_one_error_line(tmp_path):
+    from conftest import run_tool
+    proc = run_tool("make-synthetic-vectors", "--within-dof=1.5", "out", cwd=tmp_path)
+    assert proc.returncode == 255
+    errors = [l for l in proc.stderr.decode().splitlines() if l.startswith("ERROR")]
+    assert len(errors) == 1 and "within_dof" in errors[0]
+    assert "Traceback" not in proc.stderr.decode()
+    assert run_tool("make-synthetic-vectors", cwd=tmp_path).returncode == 1
