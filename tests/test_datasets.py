@@ -153,8 +153,8 @@ def test_make_synthetic_vectors_is_reproducible_and_seed_dependent(tmp_path):
         assert run_tool("make-synthetic-vectors", "--seed=%d" % seed, *options, "data",
                         cwd=tmp_path / name).returncode == 0
     assert _tree_bytes(tmp_path / "a") == _tree_bytes(tmp_path / "b")
-    assert (_tree_bytes(tmp_path / "a")["train/xvector.ark"]
-            != _tree_bytes(tmp_path / "c")["train/xvector.ark"])
+    assert (_tree_bytes(tmp_path / "a")["data/train/xvector.ark"]
+            != _tree_bytes(tmp_path / "c")["data/train/xvector.ark"])
 
 
 def test_make_synthetic_vectors_rejects_bad_parameters_with_one_error_line(tmp_path):
