@@ -1,0 +1,158 @@
+# Sourced by recipes/sre16/run.sh and recipes/sitw/run.sh from inside the Kaldi egs directory,
+# after its cmd.sh and path.sh. Needs $use_kaldi and $nj. Sets:
+#   * PATH: our tools (the installed console scripts, else this checkout's bin/);
+#   * train_cmd: the egs directory's (run.pl/queue.pl/slurm.pl), else utils/run.pl, else our
+#     local_run.sh;
+#   * the baseline binaries: Kaldi's (ivector-*, transform-vec, compute-eer) when use_kaldi is
+#     true (auto: when they are on PATH), our twins otherwise;
+# and defines split_trials, merge_scores, evaluate and system_label.
+
+__common_utils=$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")
+
+if ! command -v train-pauc-metric >/dev/null 2>&1; then
+  if [ -x "$__common_utils/../../../bin/train-pauc-metric" ]; then
+    PATH="$(cd "$__common_utils/../../../bin" && pwd):$PATH"
+    export PATH
+  else
+    echo "$0: the pauc-backend tools are not on PATH (pip install pauc-backend)" >&2
+    return 1
+  fi
+fi
+export LC_ALL=C
+
+# The job runner. Kaldi's cmd.sh names run.pl/queue.pl/slurm.pl, found through path.sh's
+# $PWD/utils; without them we run the jobs locally.
+train_cmd=${train_cmd:-run.pl}
+__cmd_bin=${train_cmd%% *}
+if ! command -v "$__cmd_bin" >/dev/null 2>&1; then
+  if [ -x "utils/$__cmd_bin" ]; then
+    train_cmd="utils/$train_cmd"
+  elif [ -x utils/run.pl ]; then
+    echo "$0: $__cmd_bin not found, using utils/run.pl" >&2
+    train_cmd=utils/run.pl
+  else
+    train_cmd="$__common_utils/local_run.sh"
+  fi
+fi
+
+case "$use_kaldi" in
+  auto)
+    use_kaldi=true
+    for __bin in ivector-mean ivector-subtract-global-mean transform-vec ivector-normalize-length \
+                 ivector-compute-lda ivector-compute-plda ivector-adapt-plda ivector-copy-plda \
+                 ivector-plda-scoring compute-eer; do
+      command -v $__bin >/dev/null 2>&1 || use_kaldi=false
+    done
+    ;;
+  true)
+    for __bin in ivector-mean ivector-compute-plda ivector-plda-scoring compute-eer; do
+      if ! command -v $__bin >/dev/null 2>&1; then
+        echo "$0: --use-kaldi=true but $__bin is not on PATH (source Kaldi's path.sh)" >&2
+        return 1
+      fi
+    done
+    ;;
+  false) ;;
+  *)
+    echo "$0: --use-kaldi must be auto, true or false, got '$use_kaldi'" >&2
+    return 1
+    ;;
+esac
+if $use_kaldi; then
+  ivector_mean=ivector-mean
+  subtract_mean=ivector-subtract-global-mean
+  transform_vec=transform-vec
+  normalize_length=ivector-normalize-length
+  compute_lda=ivector-compute-lda
+  compute_plda=ivector-compute-plda
+  adapt_plda=ivector-adapt-plda
+  copy_plda=ivector-copy-plda
+  plda_scoring=ivector-plda-scoring
+  compute_eer=compute-eer
+else
+  ivector_mean=compute-vector-mean
+  subtract_mean=subtract-vector-mean
+  transform_vec=transform-vectors
+  normalize_length=normalize-vector-length
+  compute_lda=train-lda
+  compute_plda=train-plda
+  adapt_plda=adapt-plda
+  copy_plda=copy-plda
+  plda_scoring=score-plda-trials
+  compute_eer=compute-eer-pauc
+fi
+echo "$0: baseline binaries: $($use_kaldi && echo Kaldi || echo pauc-backend); jobs: $train_cmd; nj=$nj"
+
+if ! [ "$nj" -ge 1 ] 2>/dev/null; then
+  echo "$0: --nj must be a positive integer, got '$nj'" >&2
+  return 1
+fi
+
+# split_trials <trials> <dir>: <dir>/trials.1 .. trials.$nj, contiguous parts of the first two
+# columns (what the scoring tools read), in order.
+split_trials() {
+  local trials=$1 dir=$2 lines
+  [ -s "$trials" ] || { echo "$0: no trials in $trials" >&2; return 1; }
+  lines=$(wc -l < "$trials")
+  if [ "$nj" -gt "$lines" ]; then
+    echo "$0: --nj $nj is more than the $lines trials in $trials" >&2
+    return 1
+  fi
+  mkdir -p "$dir" || return 1
+  rm -f "$dir"/trials.*
+  awk -v nj="$nj" -v n="$lines" -v dir="$dir" \
+    '{ print $1, $2 > (dir "/trials." (int((NR - 1) * nj / n) + 1)) }' "$trials"
+}
+
+# merge_scores <dir> <scores-out> [<name>]: concatenate <dir>/scores[_<name>].1 .. $nj.
+merge_scores() {
+  local dir=$1 out=$2 part=$1/scores${3:+_$3} j
+  for j in $(seq "$nj"); do
+    [ -f "$part.$j" ] || { echo "$0: missing $part.$j" >&2; return 1; }
+  done
+  for j in $(seq "$nj"); do cat "$part.$j"; done > "$out.tmp" && mv "$out.tmp" "$out"
+}
+
+# system_label <system>: the paper's name of a system.
+system_label() {
+  case $1 in
+    pauc_lnorm) echo "pAUCMetric (length-norm)" ;;
+    triplet_lnorm) echo "TripletMetric (length-norm)" ;;
+    pauc_plda) echo "pAUCMetric (PLDA latent)" ;;
+    triplet_plda) echo "TripletMetric (PLDA latent)" ;;
+    pauc_plda_adapt) echo "pAUCMetric (PLDA-adp latent)" ;;
+    triplet_plda_adapt) echo "TripletMetric (PLDA-adp latent)" ;;
+    cosine) echo "Cosine" ;;
+    plda) echo "PLDA" ;;
+    plda_adapt) echo "PLDA-adp" ;;
+    *) echo "$1" ;;
+  esac
+}
+
+# evaluate eer|mindcf|mindcf0.001|pauc <scores> <trials>: one number, as the recipes print it.
+evaluate() {
+  local what=$1 scores=$2 trials=$3
+  case $what in
+    eer)
+      # "score target|nontarget" lines for compute-eer, joined by key (not by line, so a trial
+      # that could not be scored does not shift the labels).
+      awk 'NR == FNR { label[$1 " " $2] = $3; next }
+           ($1 " " $2) in label { print $3, label[$1 " " $2] }' "$trials" "$scores" |
+        $compute_eer - 2>/dev/null
+      ;;
+    mindcf|mindcf0.001)
+      local p=0.01
+      [ $what = mindcf0.001 ] && p=0.001
+      if $use_kaldi && [ -x sid/compute_min_dcf.py ]; then
+        sid/compute_min_dcf.py --p-target $p "$scores" "$trials" 2>/dev/null
+      else
+        compute-eer-pauc --report=kaldi --p-target=$p "$scores" "$trials" 2>/dev/null |
+          awk '/^minDCF/ { print $NF; exit }'
+      fi
+      ;;
+    pauc)
+      compute-eer-pauc --report=kaldi "$scores" "$trials" 2>/dev/null |
+        awk '/^pAUC/ { print $NF; exit }'
+      ;;
+  esac
+}

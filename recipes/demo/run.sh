@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# The paper's comparison on a synthetic corpus, end to end, in Kaldi's recipe style:
+# Cosine, PLDA, PLDA-adp, and TripletMetric / pAUCMetric with both preprocessings
+# (length normalisation; PLDA latent space), calibrated, in one results table with DET and ROC
+# plots. Needs nothing but the toolkit (pip install .). Runs from any directory; data/ and exp/
+# go under recipes/demo/ (or --dir).
+#
+# Stages:
+#   0  make-synthetic-vectors: data/{train,adapt,enroll,test}, data/trials
+#   1  back-end training as egs/sre16/v2 stage 8: in-domain mean.vec, LDA, PLDA, adapted PLDA
+#   2  preprocessed vectors: length-normalised (unit length) and PLDA / PLDA-adp latent
+#   3  train-pauc-metric (--loss=pauc and --loss=triplet) on each preprocessing
+#   4  scoring of every system
+#   5  calibration (2-fold over the enrolled speakers)
+#   6  results table, DET and ROC plots
+
+set -o pipefail
+orig_pwd=$PWD
+cd "$(dirname "$(readlink -f "$0")")" || exit 1
+. ./path.sh || exit 1
+. ./cmd.sh || exit 1
+
+stage=0
+stop_stage=100
+dir=            # where data/ and exp/ go (default: this recipe's directory)
+seed=777        # seed of the synthetic corpus
+dim=80          # dimension of the synthetic x-vectors
+lda_dim=50
+nj=2            # parallel jobs for metric training and scoring
+help_message="Usage: $0 [options]
+  --stage N        start at stage N (0..6; default 0)
+  --stop-stage N   stop after stage N
+  --dir DIR        write data/ and exp/ under DIR (default: $PWD)
+  --seed N         seed of the synthetic corpus (default $seed)
+  --dim N          dimension of the synthetic vectors (default $dim)
+  --lda-dim N      LDA output dimension (default $lda_dim)
+  --nj N           parallel jobs (default $nj)"
+. utils/parse_options.sh || exit 1
+if [ $# -ne 0 ]; then
+  printf '%s\n' "$help_message" >&2
+  exit 1
+fi
+case "$dir" in
+  '') dir=$PWD ;;
+  /*) ;;
+  *) dir=$orig_pwd/$dir ;;
+esac
+data=$dir/data
+exp=$dir/exp
+trials=$data/trials
+mkdir -p "$exp" || exit 1
+
+# The systems: name, preprocessing, loss. Scores go to $exp/scores/<name>.
+metric_systems="pauc_lnorm:lnorm:pauc triplet_lnorm:lnorm:triplet
+pauc_plda:plda:pauc triplet_plda:plda:triplet
+pauc_plda_adapt:plda_adapt:pauc triplet_plda_adapt:plda_adapt:triplet"
+systems="cosine plda plda_adapt triplet_lnorm pauc_lnorm triplet_plda pauc_plda triplet_plda_adapt pauc_plda_adapt"
+
+if [ $stage -le 0 ] && [ $stop_stage -ge 0 ]; then
+  echo "$0: stage 0: synthetic corpus (seed $seed, dim $dim) in $data"
+  $train_cmd $exp/log/make_synthetic_vectors.log \
+    make-synthetic-vectors --seed=$seed --dim=$dim $data || exit 1
+fi
+
+if [ $stage -le 1 ] && [ $stop_stage -ge 1 ]; then
+  echo "$0: stage 1: mean.vec, LDA ($lda_dim), PLDA, adapted PLDA"
+  # The in-domain (unlabelled) mean centres the evaluation vectors, as in egs/sre16/v2.
+  $train_cmd $exp/log/compute_mean.log \
+    compute-vector-mean scp:$data/adapt/xvector.scp $exp/mean.vec || exit 1
+  # Speaker means of the enrollment vectors and their counts (extract_xvectors.sh stage 2).
+  $train_cmd $exp/log/enroll_speaker_mean.log \
+    compute-vector-mean ark:$data/enroll/spk2utt scp:$data/enroll/xvector.scp \
+    ark,scp:$exp/enroll_spk_xvector.ark,$exp/enroll_spk_xvector.scp \
+    ark,t:$exp/enroll_num_utts.ark || exit 1
+  $train_cmd $exp/log/lda.log \
+    train-lda --total-covariance-factor=0.0 --dim=$lda_dim \
+    "ark:subtract-vector-mean scp:$data/train/xvector.scp ark:- |" \
+    ark:$data/train/utt2spk $exp/transform.mat || exit 1
+  $train_cmd $exp/log/plda.log \
+    train-plda ark:$data/train/spk2utt \
+    "ark:subtract-vector-mean scp:$data/train/xvector.scp ark:- | transform-vectors $exp/transform.mat ark:- ark:- | normalize-vector-length ark:- ark:- |" \
+    $exp/plda || exit 1
+  $train_cmd $exp/log/plda_adapt.log \
+    adapt-plda --within-covar-scale=0.75 --between-covar-scale=0.25 $exp/plda \
+    "ark:subtract-vector-mean scp:$data/adapt/xvector.scp ark:- | transform-vectors $exp/transform.mat ark:- ark:- | normalize-vector-length ark:- ark:- |" \
+    $exp/plda_adapt || exit 1
+fi
+
+if [ $stage -le 2 ] && [ $stop_stage -ge 2 ]; then
+  echo "$0: stage 2: length-normalised and PLDA-latent vectors"
+  # Training vectors are centred on their own mean, evaluation vectors on mean.vec; the
+  # enrollment vector of a speaker is the mean of its raw vectors (n enters via --num-utts).
+  train_lda="ark:subtract-vector-mean scp:$data/train/xvector.scp ark:- | transform-vectors $exp/transform.mat ark:- ark:- |"
+  enroll_lda="ark:subtract-vector-mean $exp/mean.vec scp:$exp/enroll_spk_xvector.scp ark:- | transform-vectors $exp/transform.mat ark:- ark:- |"
+  test_lda="ark:subtract-vector-mean $exp/mean.vec scp:$data/test/xvector.scp ark:- | transform-vectors $exp/transform.mat ark:- ark:- |"
+  mkdir -p $exp/lnorm $exp/plda_latent $exp/plda_adapt_latent
+  for set in train enroll test; do
+    eval "input=\$${set}_lda"
+    $train_cmd $exp/log/lnorm_$set.log \
+      normalize-vector-length --scaleup=false "$input" \
+      ark,scp:$exp/lnorm/$set.ark,$exp/lnorm/$set.scp || exit 1
+    num_utts=
+    [ $set = enroll ] && num_utts=--num-utts=ark:$exp/enroll_num_utts.ark
+    for model in plda plda_adapt; do
+      $train_cmd $exp/log/${model}_latent_$set.log \
+        transform-plda-latent $num_utts $exp/$model \
+        "$input normalize-vector-length ark:- ark:- |" \
+        ark,scp:$exp/${model}_latent/$set.ark,$exp/${model}_latent/$set.scp || exit 1
+    done
+  done
+fi
+
+# Feature directory of a preprocessing name.
+feats_of() {
+  case $1 in
+    lnorm) echo $exp/lnorm ;;
+    plda) echo $exp/plda_latent ;;
+    plda_adapt) echo $exp/plda_adapt_latent ;;
+  esac
+}
+
+if [ $stage -le 3 ] && [ $stop_stage -ge 3 ]; then
+  echo "$0: stage 3: TripletMetric and pAUCMetric on each preprocessing"
+  mkdir -p $exp/metrics
+  # One job per metric, at most $nj at once.
+  pids=()
+  failed=false
+  for system in $metric_systems; do
+    IFS=: read -r name pre loss <<< "$system"
+    $train_cmd $exp/log/train_metric_$name.log \
+      train-pauc-metric --loss=$loss ark:$data/train/spk2utt \
+      scp:$(feats_of $pre)/train.scp $exp/metrics/$name &
+    pids+=($!)
+    if [ ${#pids[@]} -ge $nj ]; then
+      wait ${pids[0]} || failed=true
+      pids=("${pids[@]:1}")
+    fi
+  done
+  for pid in "${pids[@]}"; do wait $pid || failed=true; done
+  $failed && exit 1
+fi
+
+if [ $stage -le 4 ] && [ $stop_stage -ge 4 ]; then
+  echo "$0: stage 4: scoring $(wc -l < $trials) trials"
+  mkdir -p $exp/scores
+  $train_cmd $exp/log/score_cosine.log \
+    score-cosine-trials "cut -d' ' -f1,2 $trials |" scp:$exp/lnorm/enroll.scp \
+    scp:$exp/lnorm/test.scp $exp/scores/cosine || exit 1
+  for model in plda plda_adapt; do
+    $train_cmd $exp/log/score_$model.log \
+      score-plda-trials --normalize-length=true \
+      --num-utts=ark:$exp/enroll_num_utts.ark \
+      "copy-plda --smoothing=0.0 $exp/$model - |" \
+      "ark:subtract-vector-mean $exp/mean.vec scp:$exp/enroll_spk_xvector.scp ark:- | transform-vectors $exp/transform.mat ark:- ark:- | normalize-vector-length ark:- ark:- |" \
+      "ark:subtract-vector-mean $exp/mean.vec scp:$data/test/xvector.scp ark:- | transform-vectors $exp/transform.mat ark:- ark:- | normalize-vector-length ark:- ark:- |" \
+      "cut -d' ' -f1,2 $trials |" $exp/scores/$model || exit 1
+  done
+  for system in $metric_systems; do
+    IFS=: read -r name pre loss <<< "$system"
+    feats=$(feats_of $pre)
+    $train_cmd $exp/log/score_$name.log \
+      score-pauc-trials $exp/metrics/$name scp:$feats/enroll.scp scp:$feats/test.scp \
+      $trials $exp/scores/$name || exit 1
+  done
+fi
+
+if [ $stage -le 5 ] && [ $stop_stage -ge 5 ]; then
+  echo "$0: stage 5: calibration (2-fold over the enrolled speakers)"
+  utils/calibrate_2fold.sh --cmd "$train_cmd" $trials $exp/scores $exp/calibrated $systems || exit 1
+fi
+
+if [ $stage -le 6 ] && [ $stop_stage -ge 6 ]; then
+  echo "$0: stage 6: results"
+  utils/results_table.sh --title "Synthetic demo (seed $seed, $(wc -l < $trials) trials)" \
+    --plots $exp/det.png,$exp/roc.png $trials $exp/scores $exp/calibrated $systems \
+    > $exp/results.txt || exit 1
+  cat $exp/results.txt
+  echo "DET and ROC plots: $exp/det.png $exp/roc.png"
+fi

@@ -1,0 +1,192 @@
+#!/usr/bin/env bash
+# The paper's back-ends on Kaldi's egs/sitw/v2, after x-vector extraction (its stage 9).
+#
+# Usage: run.sh [options] [<egs-dir>]      (default <egs-dir>: the current directory)
+#   e.g. cd kaldi/egs/sitw/v2 && /path/to/pauc-backend/recipes/sitw/run.sh --nj 8
+#
+# It reads the recipe's own files ($nnet_dir/xvectors_{train_combined_200k,sitw_dev_enroll,
+# sitw_dev_test,sitw_eval_enroll,sitw_eval_test}/xvector.scp, data/train_combined_200k/
+# {spk2utt,utt2spk}, data/sitw_{dev,eval}_enroll/spk2utt,
+# data/sitw_{dev,eval}_test/trials/core-core.lst) and writes next to Kaldi's: mean.vec,
+# transform.mat, plda, metrics, and $nnet_dir/scores/sitw_{dev,eval}_core_scores*.
+# Stages (10-12 are Kaldi's own, with the same commands):
+#   10  mean.vec, LDA, PLDA (and the enrollment num_utts.ark files if missing)
+#   11  PLDA scoring of Dev.Core             -> $nnet_dir/scores/sitw_dev_core_scores
+#   12  PLDA scoring of Eval.Core            -> $nnet_dir/scores/sitw_eval_core_scores
+#   13  TripletMetric / pAUCMetric training on length-normalised vectors and in the PLDA
+#       latent space
+#   14  Cosine and metric scoring of both    -> ..._core_scores_{cosine,<loss>_<prep>}
+#   15  calibration trained on Dev.Core, applied to Eval.Core: actDCF and Cllr of every system
+# Scoring stages echo EER, minDCF (p-target 0.01 and 0.001) and pAUC[0,0.01] like Kaldi echoes
+# EER. With --nj N the trial lists are split into N parts scored as JOB=1:N jobs through
+# $train_cmd (run.pl, queue.pl or slurm.pl from cmd.sh) and merged: identical to --nj 1.
+
+set -o pipefail
+script_dir=$(dirname "$(readlink -f "$0")")
+
+stage=10
+stop_stage=100
+use_kaldi=auto      # auto|true|false: Kaldi's binaries for the baseline stages when on PATH
+nj=1                # parallel scoring jobs
+lda_dim=128         # as egs/sitw/v2
+nnet_dir=exp/xvector_nnet_1a
+losses="pauc triplet"
+metric_opts=        # extra options for train-pauc-metric
+help_message="Usage: $0 [options] [<egs-dir>]
+  --stage N          first stage (10..15; default $stage)
+  --stop-stage N     last stage
+  --use-kaldi B      auto|true|false: Kaldi's binaries for the baseline stages (default $use_kaldi)
+  --nj N             parallel scoring jobs through \$train_cmd (default $nj)
+  --lda-dim N        LDA dimension (default $lda_dim)
+  --nnet-dir DIR     x-vector directory (default $nnet_dir)
+  --losses L         metrics to train, among \"pauc triplet\" (default \"$losses\")
+  --metric-opts S    extra options for train-pauc-metric"
+if [ -f "$script_dir/../common/utils/parse_options.sh" ]; then
+  . "$script_dir/../common/utils/parse_options.sh" || exit 1
+else
+  . utils/parse_options.sh || exit 1   # Kaldi's, when this script sits in the egs directory
+fi
+if [ $# -gt 1 ]; then
+  printf '%s\n' "$help_message" >&2
+  exit 1
+fi
+cd "${1:-.}" || exit 1
+[ -f ./cmd.sh ] && { . ./cmd.sh || exit 1; }
+[ -f ./path.sh ] && { . ./path.sh || exit 1; }
+. "$script_dir/../common/utils/setup_env.sh" || exit 1
+
+train=$nnet_dir/xvectors_train_combined_200k
+scores_dir=$nnet_dir/scores
+preps="lnorm plda"
+train_lda="ark:$subtract_mean scp:$train/xvector.scp ark:- | $transform_vec $train/transform.mat ark:- ark:- |"
+# Evaluation streams of a task (dev|eval): speaker means of the raw enrollment vectors, every
+# vector centred on the training mean.vec, LDA.
+enroll_lda() {
+  echo "ark:$ivector_mean ark:data/sitw_$1_enroll/spk2utt scp:$nnet_dir/xvectors_sitw_$1_enroll/xvector.scp ark:- | $subtract_mean $train/mean.vec ark:- ark:- | $transform_vec $train/transform.mat ark:- ark:- |"
+}
+test_lda() {
+  echo "ark:$subtract_mean $train/mean.vec scp:$nnet_dir/xvectors_sitw_$1_test/xvector.scp ark:- | $transform_vec $train/transform.mat ark:- ark:- |"
+}
+trials_of() { echo data/sitw_$1_test/trials/core-core.lst; }
+prep_suffix() {  # <prep> [<num-utts option>]: LDA'd vectors -> the metric's input space
+  case $1 in
+    lnorm) echo "$normalize_length --scaleup=false ark:- ark:- |" ;;
+    plda) echo "$normalize_length ark:- ark:- | transform-plda-latent $2 $train/plda ark:- ark:- |" ;;
+  esac
+}
+
+# report <label> <scores> <trials>: the lines egs/sitw/v2 echoes, plus pAUC.
+report() {
+  local eer mindcf1 mindcf2 pauc
+  eer=$(evaluate eer $2 $3) && mindcf1=$(evaluate mindcf $2 $3) &&
+    mindcf2=$(evaluate mindcf0.001 $2 $3) && pauc=$(evaluate pauc $2 $3) || return 1
+  echo "$1"
+  echo "EER: $eer%"
+  echo "minDCF(p-target=0.01): $mindcf1"
+  echo "minDCF(p-target=0.001): $mindcf2"
+  echo "pAUC[0,0.01]: $pauc"
+}
+
+if [ $stage -le 10 ] && [ $stop_stage -ge 10 ]; then
+  for task in dev eval; do
+    enroll=$nnet_dir/xvectors_sitw_${task}_enroll
+    if [ ! -f $enroll/num_utts.ark ]; then
+      # As sid/nnet3/xvector/extract_xvectors.sh stage 2 writes it.
+      $train_cmd $enroll/log/speaker_mean.log \
+        $ivector_mean ark:data/sitw_${task}_enroll/spk2utt scp:$enroll/xvector.scp \
+        ark,scp:$enroll/spk_xvector.ark,$enroll/spk_xvector.scp ark,t:$enroll/num_utts.ark || exit 1
+    fi
+  done
+  # Compute the mean.vec used for centering.
+  $train_cmd $train/log/compute_mean.log \
+    $ivector_mean scp:$train/xvector.scp \
+    $train/mean.vec || exit 1
+
+  # Use LDA to decrease the dimensionality prior to PLDA.
+  $train_cmd $train/log/lda.log \
+    $compute_lda --total-covariance-factor=0.0 --dim=$lda_dim \
+    "ark:$subtract_mean scp:$train/xvector.scp ark:- |" \
+    ark:data/train_combined_200k/utt2spk $train/transform.mat || exit 1
+
+  # Train the PLDA model.
+  $train_cmd $train/log/plda.log \
+    $compute_plda ark:data/train_combined_200k/spk2utt \
+    "$train_lda $normalize_length ark:-  ark:- |" \
+    $train/plda || exit 1
+fi
+
+for task in dev eval; do
+  [ $task = dev ] && this_stage=11 || this_stage=12
+  if [ $stage -le $this_stage ] && [ $stop_stage -ge $this_stage ]; then
+    split=$scores_dir/split$nj/sitw_${task}_core
+    split_trials $(trials_of $task) $split || exit 1
+    $train_cmd JOB=1:$nj $scores_dir/log/sitw_${task}_core_scoring.JOB.log \
+      $plda_scoring --normalize-length=true \
+      --num-utts=ark:$nnet_dir/xvectors_sitw_${task}_enroll/num_utts.ark \
+      "$copy_plda --smoothing=0.0 $train/plda - |" \
+      "$(enroll_lda $task) $normalize_length ark:- ark:- |" \
+      "$(test_lda $task) $normalize_length ark:- ark:- |" \
+      $split/trials.JOB $split/scores.JOB || exit 1
+    merge_scores $split $scores_dir/sitw_${task}_core_scores || exit 1
+    report "PLDA, sitw_${task} Core:" $scores_dir/sitw_${task}_core_scores $(trials_of $task) || exit 1
+  fi
+done
+
+if [ $stage -le 13 ] && [ $stop_stage -ge 13 ]; then
+  for prep in $preps; do
+    for loss in $losses; do
+      # Trained on exactly the PLDA training stream, mapped into the preprocessing's space.
+      $train_cmd $train/log/metric_${loss}_$prep.log \
+        train-pauc-metric --loss=$loss $metric_opts ark:data/train_combined_200k/spk2utt \
+        "$train_lda $(prep_suffix $prep)" $train/metric_${loss}_$prep || exit 1
+    done
+  done
+fi
+
+new_systems="cosine"
+for prep in $preps; do for loss in $losses; do new_systems+=" ${loss}_$prep"; done; done
+
+if [ $stage -le 14 ] && [ $stop_stage -ge 14 ]; then
+  for task in dev eval; do
+    split=$scores_dir/split$nj/sitw_${task}_core
+    split_trials $(trials_of $task) $split || exit 1
+    num_utts=--num-utts=ark:$nnet_dir/xvectors_sitw_${task}_enroll/num_utts.ark
+    for system in $new_systems; do
+      if [ $system = cosine ]; then
+        $train_cmd JOB=1:$nj $scores_dir/log/sitw_${task}_core_scoring_cosine.JOB.log \
+          score-cosine-trials $split/trials.JOB \
+          "$(enroll_lda $task) $(prep_suffix lnorm)" "$(test_lda $task) $(prep_suffix lnorm)" \
+          $split/scores_cosine.JOB || exit 1
+      else
+        prep=${system#*_}
+        $train_cmd JOB=1:$nj $scores_dir/log/sitw_${task}_core_scoring_$system.JOB.log \
+          score-pauc-trials $train/metric_$system \
+          "$(enroll_lda $task) $(prep_suffix $prep $num_utts)" \
+          "$(test_lda $task) $(prep_suffix $prep)" \
+          $split/trials.JOB $split/scores_$system.JOB || exit 1
+      fi
+      merge_scores $split $scores_dir/sitw_${task}_core_scores_$system $system || exit 1
+      report "$(system_label $system), sitw_${task} Core:" \
+        $scores_dir/sitw_${task}_core_scores_$system $(trials_of $task) || exit 1
+    done
+  done
+fi
+
+if [ $stage -le 15 ] && [ $stop_stage -ge 15 ]; then
+  # Linear calibration (BOSARIS-style logistic regression at the DCF prior) trained on Dev.Core
+  # and applied to Eval.Core, as in the paper's calibration experiment.
+  for system in plda $new_systems; do
+    suffix=_$system
+    [ $system = plda ] && suffix=
+    $train_cmd $scores_dir/log/calibration$suffix.log \
+      train-calibration --prior=0.01 $(trials_of dev) $scores_dir/sitw_dev_core_scores$suffix \
+      $scores_dir/calibration$suffix || exit 1
+    $train_cmd $scores_dir/log/apply_calibration$suffix.log \
+      apply-calibration $scores_dir/calibration$suffix $scores_dir/sitw_eval_core_scores$suffix \
+      $scores_dir/sitw_eval_core_llr$suffix || exit 1
+    line=$(compute-eer-pauc --report=kaldi --llr --p-target=0.01 \
+      $scores_dir/sitw_eval_core_llr$suffix $(trials_of eval) 2>/dev/null |
+      awk '/^actDCF/ { a = $NF } /^Cllr/ { c = $NF } END { if (a == "" || c == "") exit 1; print "actDCF(p-target=0.01): " a ", Cllr: " c }') || exit 1
+    echo "$(system_label $system), sitw_eval Core calibrated on sitw_dev Core: $line"
+  done
+fi

@@ -1,0 +1,192 @@
+#!/usr/bin/env bash
+# The paper's back-ends on Kaldi's egs/sre16/v2, after x-vector extraction (its stage 7).
+#
+# Usage: run.sh [options] [<egs-dir>]      (default <egs-dir>: the current directory)
+#   e.g. cd kaldi/egs/sre16/v2 && /path/to/pauc-backend/recipes/sre16/run.sh --nj 8
+#
+# It reads the recipe's own files (exp/xvectors_{sre_combined,sre16_major,sre16_eval_enroll,
+# sre16_eval_test}/xvector.scp, data/sre_combined/{spk2utt,utt2spk},
+# data/sre16_eval_enroll/spk2utt, data/sre16_eval_test/trials{,_tgl,_yue}) and writes next to
+# Kaldi's: mean.vec, transform.mat, plda, plda_adapt, metrics, and exp/scores/sre16_eval_*.
+# Stages (8-10 are Kaldi's own, with the same commands):
+#    8  mean.vec, LDA, PLDA, adapted PLDA (and the enrollment num_utts.ark if missing)
+#    9  out-of-domain PLDA scoring           -> exp/scores/sre16_eval_scores
+#   10  adapted PLDA scoring                 -> exp/scores/sre16_eval_scores_adapt
+#   11  TripletMetric / pAUCMetric training on length-normalised vectors and in the latent
+#       spaces of the PLDA and the adapted PLDA
+#   12  Cosine and metric scoring            -> exp/scores/sre16_eval_scores_{cosine,<loss>_<prep>}
+# Each scoring stage echoes EER, minDCF (p-target 0.01) and pAUC[0,0.01], pooled and per language.
+# With --nj N the trial list is split into N parts scored as JOB=1:N jobs through $train_cmd
+# (from the egs directory's cmd.sh: run.pl, queue.pl or slurm.pl) and merged in order: the
+# merged file is identical to --nj 1.
+
+set -o pipefail
+script_dir=$(dirname "$(readlink -f "$0")")
+
+stage=8
+stop_stage=100
+use_kaldi=auto      # auto|true|false: Kaldi's binaries for the baseline stages when on PATH
+nj=1                # parallel scoring jobs
+lda_dim=150         # as egs/sre16/v2
+losses="pauc triplet"
+metric_opts=        # extra options for train-pauc-metric, e.g. "--num-iters=200"
+help_message="Usage: $0 [options] [<egs-dir>]
+  --stage N          first stage (8..12; default $stage)
+  --stop-stage N     last stage
+  --use-kaldi B      auto|true|false: Kaldi's binaries for the baseline stages (default $use_kaldi)
+  --nj N             parallel scoring jobs through \$train_cmd (default $nj)
+  --lda-dim N        LDA dimension (default $lda_dim)
+  --losses L         metrics to train, among \"pauc triplet\" (default \"$losses\")
+  --metric-opts S    extra options for train-pauc-metric"
+if [ -f "$script_dir/../common/utils/parse_options.sh" ]; then
+  . "$script_dir/../common/utils/parse_options.sh" || exit 1
+else
+  . utils/parse_options.sh || exit 1   # Kaldi's, when this script sits in the egs directory
+fi
+if [ $# -gt 1 ]; then
+  printf '%s\n' "$help_message" >&2
+  exit 1
+fi
+cd "${1:-.}" || exit 1
+[ -f ./cmd.sh ] && { . ./cmd.sh || exit 1; }
+[ -f ./path.sh ] && { . ./path.sh || exit 1; }
+. "$script_dir/../common/utils/setup_env.sh" || exit 1
+
+sre16_trials=data/sre16_eval_test/trials
+sre16_trials_tgl=data/sre16_eval_test/trials_tgl
+sre16_trials_yue=data/sre16_eval_test/trials_yue
+train=exp/xvectors_sre_combined
+major=exp/xvectors_sre16_major
+enroll=exp/xvectors_sre16_eval_enroll
+test=exp/xvectors_sre16_eval_test
+
+# Evaluation streams (egs/sre16/v2 stage 9): speaker means of the raw enrollment vectors, then
+# every vector centred on the in-domain mean, LDA, length normalisation.
+enroll_lda="ark:$ivector_mean ark:data/sre16_eval_enroll/spk2utt scp:$enroll/xvector.scp ark:- | $subtract_mean $major/mean.vec ark:- ark:- | $transform_vec $train/transform.mat ark:- ark:- |"
+test_lda="ark:$subtract_mean $major/mean.vec scp:$test/xvector.scp ark:- | $transform_vec $train/transform.mat ark:- ark:- |"
+# Training streams: each set centred on its own mean.
+train_lda="ark:$subtract_mean scp:$train/xvector.scp ark:- | $transform_vec $train/transform.mat ark:- ark:- |"
+num_utts=ark:$enroll/num_utts.ark
+
+# report <label> <scores>: EER, minDCF and pAUC, pooled and per language, as Kaldi echoes EER.
+report() {
+  local label=$1 scores=$2 name what
+  for what in eer mindcf pauc; do
+    local line=
+    for name in Pooled:$sre16_trials Tagalog:$sre16_trials_tgl Cantonese:$sre16_trials_yue; do
+      [ -f "${name#*:}" ] || continue
+      value=$(evaluate $what $scores ${name#*:}) || return 1
+      line+="${line:+, }${name%%:*} $value"
+    done
+    case $what in
+      eer) echo "$label, EER: $line" ;;
+      mindcf) echo "$label, minDCF(p-target=0.01): $line" ;;
+      pauc) echo "$label, pAUC[0,0.01]: $line" ;;
+    esac
+  done
+}
+
+if [ $stage -le 8 ] && [ $stop_stage -ge 8 ]; then
+  if [ ! -f $enroll/num_utts.ark ]; then
+    # As sid/nnet3/xvector/extract_xvectors.sh stage 2 writes it.
+    $train_cmd $enroll/log/speaker_mean.log \
+      $ivector_mean ark:data/sre16_eval_enroll/spk2utt scp:$enroll/xvector.scp \
+      ark,scp:$enroll/spk_xvector.ark,$enroll/spk_xvector.scp ark,t:$enroll/num_utts.ark || exit 1
+  fi
+  # Compute the mean vector for centering the evaluation xvectors.
+  $train_cmd $major/log/compute_mean.log \
+    $ivector_mean scp:$major/xvector.scp \
+    $major/mean.vec || exit 1
+
+  # This script uses LDA to decrease the dimensionality prior to PLDA.
+  $train_cmd $train/log/lda.log \
+    $compute_lda --total-covariance-factor=0.0 --dim=$lda_dim \
+    "ark:$subtract_mean scp:$train/xvector.scp ark:- |" \
+    ark:data/sre_combined/utt2spk $train/transform.mat || exit 1
+
+  # Train an out-of-domain PLDA model.
+  $train_cmd $train/log/plda.log \
+    $compute_plda ark:data/sre_combined/spk2utt \
+    "$train_lda $normalize_length ark:-  ark:- |" \
+    $train/plda || exit 1
+
+  # Adapt the out-of-domain PLDA model to SRE16 major, a pile of unlabeled in-domain data.
+  $train_cmd $major/log/plda_adapt.log \
+    $adapt_plda --within-covar-scale=0.75 --between-covar-scale=0.25 \
+    $train/plda \
+    "ark:$subtract_mean scp:$major/xvector.scp ark:- | $transform_vec $train/transform.mat ark:- ark:- | $normalize_length ark:- ark:- |" \
+    $major/plda_adapt || exit 1
+fi
+
+if [ $stage -le 9 ] && [ $stop_stage -ge 9 ]; then
+  split_trials $sre16_trials exp/scores/split$nj/sre16_eval || exit 1
+  $train_cmd JOB=1:$nj exp/scores/log/sre16_eval_scoring.JOB.log \
+    $plda_scoring --normalize-length=true \
+    --num-utts=$num_utts \
+    "$copy_plda --smoothing=0.0 $train/plda - |" \
+    "$enroll_lda $normalize_length ark:- ark:- |" \
+    "$test_lda $normalize_length ark:- ark:- |" \
+    exp/scores/split$nj/sre16_eval/trials.JOB exp/scores/split$nj/sre16_eval/scores.JOB || exit 1
+  merge_scores exp/scores/split$nj/sre16_eval exp/scores/sre16_eval_scores || exit 1
+  report "Using Out-of-Domain PLDA" exp/scores/sre16_eval_scores || exit 1
+fi
+
+if [ $stage -le 10 ] && [ $stop_stage -ge 10 ]; then
+  split_trials $sre16_trials exp/scores/split$nj/sre16_eval || exit 1
+  $train_cmd JOB=1:$nj exp/scores/log/sre16_eval_scoring_adapt.JOB.log \
+    $plda_scoring --normalize-length=true \
+    --num-utts=$num_utts \
+    "$copy_plda --smoothing=0.0 $major/plda_adapt - |" \
+    "$enroll_lda $normalize_length ark:- ark:- |" \
+    "$test_lda $normalize_length ark:- ark:- |" \
+    exp/scores/split$nj/sre16_eval/trials.JOB exp/scores/split$nj/sre16_eval/scores_adapt.JOB || exit 1
+  merge_scores exp/scores/split$nj/sre16_eval exp/scores/sre16_eval_scores_adapt adapt || exit 1
+  report "Using Adapted PLDA" exp/scores/sre16_eval_scores_adapt || exit 1
+fi
+
+# The new back-ends: preprocessing name -> (where the metric goes, the stream suffix that maps
+# LDA'd vectors into its input space). The enrollment suffix adds --num-utts.
+prep_dir() { case $1 in plda_adapt) echo $major ;; *) echo $train ;; esac; }
+prep_suffix() {  # <prep> [<num-utts option>]
+  case $1 in
+    lnorm) echo "$normalize_length --scaleup=false ark:- ark:- |" ;;
+    plda) echo "$normalize_length ark:- ark:- | transform-plda-latent $2 $train/plda ark:- ark:- |" ;;
+    plda_adapt) echo "$normalize_length ark:- ark:- | transform-plda-latent $2 $major/plda_adapt ark:- ark:- |" ;;
+  esac
+}
+preps="lnorm plda plda_adapt"
+
+if [ $stage -le 11 ] && [ $stop_stage -ge 11 ]; then
+  for prep in $preps; do
+    for loss in $losses; do
+      # Trained on exactly the PLDA training stream, mapped into the preprocessing's space.
+      $train_cmd $(prep_dir $prep)/log/metric_${loss}_$prep.log \
+        train-pauc-metric --loss=$loss $metric_opts ark:data/sre_combined/spk2utt \
+        "$train_lda $(prep_suffix $prep)" \
+        $(prep_dir $prep)/metric_${loss}_$prep || exit 1
+    done
+  done
+fi
+
+if [ $stage -le 12 ] && [ $stop_stage -ge 12 ]; then
+  split_trials $sre16_trials exp/scores/split$nj/sre16_eval || exit 1
+  $train_cmd JOB=1:$nj exp/scores/log/sre16_eval_scoring_cosine.JOB.log \
+    score-cosine-trials exp/scores/split$nj/sre16_eval/trials.JOB \
+    "$enroll_lda $(prep_suffix lnorm)" "$test_lda $(prep_suffix lnorm)" \
+    exp/scores/split$nj/sre16_eval/scores_cosine.JOB || exit 1
+  merge_scores exp/scores/split$nj/sre16_eval exp/scores/sre16_eval_scores_cosine cosine || exit 1
+  report "Using Cosine" exp/scores/sre16_eval_scores_cosine || exit 1
+  for prep in $preps; do
+    for loss in $losses; do
+      system=${loss}_$prep
+      $train_cmd JOB=1:$nj exp/scores/log/sre16_eval_scoring_$system.JOB.log \
+        score-pauc-trials $(prep_dir $prep)/metric_$system \
+        "$enroll_lda $(prep_suffix $prep --num-utts=$num_utts)" \
+        "$test_lda $(prep_suffix $prep)" \
+        exp/scores/split$nj/sre16_eval/trials.JOB \
+        exp/scores/split$nj/sre16_eval/scores_$system.JOB || exit 1
+      merge_scores exp/scores/split$nj/sre16_eval exp/scores/sre16_eval_scores_$system $system || exit 1
+      report "Using $(system_label $system)" exp/scores/sre16_eval_scores_$system || exit 1
+    done
+  done
+fi

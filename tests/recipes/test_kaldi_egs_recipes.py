@@ -1,0 +1,292 @@
+"""recipes/sre16 and recipes/sitw on miniature Kaldi egs directories built from ../shared/golden.
+
+The golden vectors are laid out under the file names of egs/sre16/v2 and egs/sitw/v2 (scp paths
+rewritten to absolute ones), the recipes run from the stage after x-vector extraction without
+Kaldi (--use-kaldi=false), and their PLDA scores are checked against the scores Kaldi wrote
+(sre16: golden scores/plda_numutts and plda_adapt_numutts, same centring) or against an
+independent numpy implementation of Plda::TransformIvector/LogLikelihoodRatio on Kaldi's golden
+model files (sitw, which centres on the training mean). --nj 3 must give byte-identical files.
+"""
+
+import filecmp
+import math
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import REPO, tool_env
+from pauc_backend.kaldi_io import read_matrix, read_plda, read_vector_table
+
+RECIPES = REPO / "recipes"
+LDA_DIM = 32  # the golden transform.mat
+TAGALOG = {"ev%03d" % i for i in range(1, 21)}
+
+
+def close(a, b):
+    return np.all(np.abs(a - b) <= 1e-4 * np.maximum(1.0, np.abs(b)))
+
+
+def read_score_file(path):
+    keys, values = [], []
+    for line in Path(path).read_text().splitlines():
+        k1, k2, value = line.split()
+        keys.append((k1, k2))
+        values.append(float(value))
+    return keys, np.array(values)
+
+
+def kaldi_eer(scores, labels):
+    """compute-eer's algorithm (kaldi-interfaces.md 1.12), printed with %.4g."""
+    target = np.sort(scores[labels].astype(np.float32))
+    nontarget = np.sort(scores[~labels].astype(np.float32))
+    T, N = len(target), len(nontarget)
+    for p in range(T - 1):
+        pos = max(N - 1 - int(N * p * 1.0 / T), 0)
+        if nontarget[pos] < target[p]:
+            break
+    else:
+        p = T - 1
+    return "%.4g" % (100.0 * p / T)
+
+
+def copy_set(golden, name, egs, xvector_dir, data_dir=None):
+    """Golden data/<name> as <egs>/<xvector_dir>/xvector.scp (absolute paths) + data files."""
+    target = egs / xvector_dir
+    target.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for line in (golden / "data" / name / "xvector.scp").read_text().splitlines():
+        key, path = line.split(None, 1)
+        lines.append("%s %s\n" % (key, golden / path))
+    (target / "xvector.scp").write_text("".join(lines))
+    if data_dir is not None:
+        (egs / data_dir).mkdir(parents=True, exist_ok=True)
+        for table in ("spk2utt", "utt2spk"):
+            shutil.copy(golden / "data" / name / table, egs / data_dir / table)
+
+
+def write_trials(golden, path, keep=lambda spk: True):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [l for l in (golden / "data" / "trials").read_text().splitlines(True)
+             if keep(l.split()[0])]
+    path.write_text("".join(lines))
+
+
+def run_recipe(name, egs, *options):
+    proc = subprocess.run(["bash", str(RECIPES / name / "run.sh"), "--use-kaldi=false",
+                           "--lda-dim=%d" % LDA_DIM, *options, str(egs)],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=tool_env(),
+                          timeout=900)
+    output = proc.stdout.decode() + proc.stderr.decode()
+    assert proc.returncode == 0, output
+    return proc.stdout.decode()
+
+
+def snapshot(directory, pattern):
+    return {p.name: p.read_bytes() for p in sorted(Path(directory).glob(pattern)) if p.is_file()}
+
+
+# ---------------------------------------------------------------------------------- sre16
+@pytest.fixture(scope="module")
+def sre16(tmp_path_factory):
+    from conftest import GOLDEN as golden
+    if not golden.is_dir():
+        pytest.skip("../shared/golden is not beside the checkout")
+    egs = tmp_path_factory.mktemp("sre16_v2")
+    copy_set(golden, "train", egs, "exp/xvectors_sre_combined", "data/sre_combined")
+    copy_set(golden, "adapt", egs, "exp/xvectors_sre16_major")
+    copy_set(golden, "enroll", egs, "exp/xvectors_sre16_eval_enroll", "data/sre16_eval_enroll")
+    copy_set(golden, "test", egs, "exp/xvectors_sre16_eval_test")
+    trials = egs / "data/sre16_eval_test"
+    write_trials(golden, trials / "trials")
+    write_trials(golden, trials / "trials_tgl", lambda spk: spk in TAGALOG)
+    write_trials(golden, trials / "trials_yue", lambda spk: spk not in TAGALOG)
+    stdout = run_recipe("sre16", egs, "--nj=1", "--losses=pauc")
+    return golden, egs, stdout
+
+
+def test_sre16_plda_scores_match_kaldi(sre16):
+    golden, egs, _ = sre16
+    for ours, theirs in (("sre16_eval_scores", "plda_numutts"),
+                         ("sre16_eval_scores_adapt", "plda_adapt_numutts")):
+        keys, values = read_score_file(egs / "exp/scores" / ours)
+        gold_keys, gold_values = read_score_file(golden / "scores" / theirs)
+        assert keys == gold_keys
+        assert close(values, gold_values), ours
+
+
+def test_sre16_echoes_kaldi_eer_and_mindcf_pooled_and_per_language(sre16):
+    golden, egs, stdout = sre16
+    for label, name in (("Using Out-of-Domain PLDA", "plda_numutts"),
+                        ("Using Adapted PLDA", "plda_adapt_numutts")):
+        keys, values = read_score_file(golden / "scores" / name)
+        labels = np.array([l.split()[2] == "target"
+                           for l in (golden / "data/trials").read_text().splitlines()])
+        tgl = np.array([k[0] in TAGALOG for k in keys])
+        expected = "%s, EER: Pooled %s%%, Tagalog %s%%, Cantonese %s%%" % (
+            label, (golden / "eer" / (name + ".stdout")).read_text(),
+            kaldi_eer(values[tgl], labels[tgl]), kaldi_eer(values[~tgl], labels[~tgl]))
+        assert expected in stdout.splitlines()
+        mindcf = (golden / "mindcf" / (name + "_p0.01.stdout")).read_text().strip()
+        assert any(line.startswith("%s, minDCF(p-target=0.01): Pooled %s," % (label, mindcf))
+                   for line in stdout.splitlines()), stdout
+
+
+def test_sre16_new_back_ends_report_every_system(sre16):
+    _, egs, stdout = sre16
+    for label in ("Cosine", "pAUCMetric (length-norm)", "pAUCMetric (PLDA latent)",
+                  "pAUCMetric (PLDA-adp latent)"):
+        for metric in ("EER", "minDCF(p-target=0.01)", "pAUC[0,0.01]"):
+            lines = [l for l in stdout.splitlines() if l.startswith("Using %s, %s: " % (label, metric))]
+            assert len(lines) == 1, (label, metric, stdout)
+            values = [float(part.split()[1].rstrip("%")) for part in lines[0].split(": ", 1)[1].split(", ")]
+            assert len(values) == 3 and all(math.isfinite(v) for v in values)
+    gold_keys, _ = read_score_file(egs / "exp/scores/sre16_eval_scores")
+    for system in ("cosine", "pauc_lnorm", "pauc_plda", "pauc_plda_adapt"):
+        keys, values = read_score_file(egs / "exp/scores/sre16_eval_scores_" + system)
+        assert keys == gold_keys and np.all(np.isfinite(values))
+
+
+def test_sre16_nj3_scores_are_byte_identical_to_nj1(sre16):
+    _, egs, _ = sre16
+    before = snapshot(egs / "exp/scores", "sre16_eval_scores*")
+    assert len(before) == 6
+    run_recipe("sre16", egs, "--nj=3", "--stage=9", "--stop-stage=10")
+    run_recipe("sre16", egs, "--nj=3", "--stage=12", "--losses=pauc")
+    assert snapshot(egs / "exp/scores", "sre16_eval_scores*") == before
+    assert len(list((egs / "exp/scores/log").glob("sre16_eval_scoring.*.log"))) >= 3
+
+
+# ----------------------------------------------------------------------------------- sitw
+def reference_plda_scores(golden, mean, trials):
+    """Kaldi's scoring pipeline in float64 numpy on the golden transform.mat and plda."""
+    lda = read_matrix(str(golden / "exp/transform.mat")).astype(np.float64)
+    plda_mean, plda_transform, psi = read_plda(str(golden / "exp/plda"))
+
+    def lda_norm(X):
+        Y = (X - mean) @ lda[:, :-1].T + lda[:, -1]
+        return Y * (np.sqrt(Y.shape[1]) / np.linalg.norm(Y, axis=1))[:, None]
+
+    def latent(Y, n):
+        U = (Y - plda_mean) @ plda_transform.T
+        factor = np.sqrt(U.shape[1] / np.sum(U ** 2 / (psi + 1.0 / n[:, None]), axis=1))
+        return U * factor[:, None]
+
+    enroll_keys, enroll_X = read_vector_table("scp:" + str(golden / "data/enroll/xvector.scp"))
+    spk2utt = [l.split() for l in (golden / "data/enroll/spk2utt").read_text().splitlines()]
+    index = {k: i for i, k in enumerate(enroll_keys)}
+    speakers = [row[0] for row in spk2utt]
+    n = np.array([len(row) - 1 for row in spk2utt], dtype=np.float64)
+    E = np.array([enroll_X[[index[u] for u in row[1:]]].astype(np.float64).mean(0)
+                  for row in spk2utt])
+    test_keys, test_X = read_vector_table("scp:" + str(golden / "data/test/xvector.scp"))
+    U_e = latent(lda_norm(E), n)
+    U_t = latent(lda_norm(test_X.astype(np.float64)), np.ones(len(test_keys)))
+    e_of = {s: i for i, s in enumerate(speakers)}
+    t_of = {k: i for i, k in enumerate(test_keys)}
+    e = np.array([e_of[k1] for k1, _ in trials])
+    t = np.array([t_of[k2] for _, k2 in trials])
+    nn = n[e][:, None]
+    mean_given = nn * psi / (nn * psi + 1.0) * U_e[e]
+    var_given = 1.0 + psi / (nn * psi + 1.0)
+    given = -0.5 * np.sum(np.log(var_given) + (U_t[t] - mean_given) ** 2 / var_given, axis=1)
+    without = -0.5 * np.sum(np.log(1.0 + psi) + U_t[t] ** 2 / (1.0 + psi), axis=1)
+    return given - without
+
+
+@pytest.fixture(scope="module")
+def sitw(tmp_path_factory):
+    from conftest import GOLDEN as golden
+    if not golden.is_dir():
+        pytest.skip("../shared/golden is not beside the checkout")
+    egs = tmp_path_factory.mktemp("sitw_v2")
+    nnet = "exp/xvector_nnet_1a"
+    copy_set(golden, "train", egs, nnet + "/xvectors_train_combined_200k",
+             "data/train_combined_200k")
+    for task in ("dev", "eval"):
+        copy_set(golden, "enroll", egs, "%s/xvectors_sitw_%s_enroll" % (nnet, task),
+                 "data/sitw_%s_enroll" % task)
+        copy_set(golden, "test", egs, "%s/xvectors_sitw_%s_test" % (nnet, task))
+        write_trials(golden, egs / ("data/sitw_%s_test/trials/core-core.lst" % task))
+    stdout = run_recipe("sitw", egs, "--nj=1", "--losses=pauc")
+    return golden, egs, egs / nnet, stdout
+
+
+def test_sitw_lda_and_plda_match_kaldi(sitw):
+    golden, _, nnet, _ = sitw
+    train = nnet / "xvectors_train_combined_200k"
+    ours = read_matrix(str(train / "transform.mat"))
+    theirs = read_matrix(str(golden / "exp/transform.mat"))
+    signs = np.sign(np.sum(ours * theirs, axis=1))[:, None]
+    assert np.allclose(ours * signs, theirs, atol=1e-4)
+    mean, transform, psi = read_plda(str(train / "plda"))
+    g_mean, g_transform, g_psi = read_plda(str(golden / "exp/plda"))
+    assert np.allclose(mean, g_mean, atol=1e-6) and np.allclose(psi, g_psi, rtol=1e-5)
+    signs = np.sign(np.sum(transform * g_transform, axis=1))[:, None]
+    assert np.allclose(transform * signs, g_transform, atol=1e-4)
+
+
+def test_sitw_plda_scores_match_an_independent_reference(sitw):
+    golden, _, nnet, _ = sitw
+    train_keys, train_X = read_vector_table("scp:" + str(golden / "data/train/xvector.scp"))
+    mean = train_X.astype(np.float64).mean(0)
+    for task in ("dev", "eval"):
+        keys, values = read_score_file(nnet / "scores" / ("sitw_%s_core_scores" % task))
+        trials = [tuple(l.split()[:2]) for l in (golden / "data/trials").read_text().splitlines()]
+        assert keys == trials
+        assert close(values, reference_plda_scores(golden, mean, trials))
+
+
+def test_sitw_echoes_eer_mindcf_pauc_and_calibration_of_every_system(sitw):
+    golden, _, nnet, stdout = sitw
+    lines = stdout.splitlines()
+    keys, values = read_score_file(nnet / "scores/sitw_dev_core_scores")
+    labels = np.array([l.split()[2] == "target"
+                       for l in (golden / "data/trials").read_text().splitlines()])
+    block = lines.index("PLDA, sitw_dev Core:")
+    assert lines[block + 1] == "EER: %s%%" % kaldi_eer(values, labels)
+    assert lines[block + 2].startswith("minDCF(p-target=0.01): ")
+    assert lines[block + 3].startswith("minDCF(p-target=0.001): ")
+    assert lines[block + 4].startswith("pAUC[0,0.01]: ")
+    for label in ("PLDA", "Cosine", "pAUCMetric (length-norm)", "pAUCMetric (PLDA latent)"):
+        for task in ("dev", "eval"):
+            assert "%s, sitw_%s Core:" % (label, task) in lines
+        calibrated = [l for l in lines if l.startswith(
+            "%s, sitw_eval Core calibrated on sitw_dev Core: " % label)]
+        assert len(calibrated) == 1, stdout
+        act_dcf = float(calibrated[0].split("actDCF(p-target=0.01): ")[1].split(",")[0])
+        cllr = float(calibrated[0].split("Cllr: ")[1])
+        assert 0 <= act_dcf and 0 <= cllr and math.isfinite(act_dcf + cllr)
+
+
+def test_sitw_nj3_scores_are_byte_identical_to_nj1(sitw):
+    _, egs, nnet, _ = sitw
+    before = snapshot(nnet / "scores", "sitw_*_core_scores*")
+    assert len(before) == 2 * 4
+    run_recipe("sitw", egs, "--nj=3", "--stage=11", "--stop-stage=12")
+    run_recipe("sitw", egs, "--nj=3", "--stage=14", "--stop-stage=14", "--losses=pauc")
+    assert snapshot(nnet / "scores", "sitw_*_core_scores*") == before
+
+
+def test_recipe_uses_the_egs_directory_run_pl_when_it_has_one(sitw, tmp_path):
+    """A cmd.sh naming run.pl is honoured through utils/run.pl (here a logging stand-in)."""
+    _, egs, nnet, _ = sitw
+    utils = egs / "utils"
+    utils.mkdir(exist_ok=True)
+    log = tmp_path / "calls"
+    runner = utils / "run.pl"
+    runner.write_text("#!/usr/bin/env bash\necho \"$*\" >> %s\nexec bash %s \"$@\"\n" % (
+        log, RECIPES / "common/utils/local_run.sh"))
+    runner.chmod(0o755)
+    (egs / "cmd.sh").write_text('export train_cmd="run.pl --mem 4G"\n')
+    try:
+        before = snapshot(nnet / "scores", "sitw_dev_core_scores")
+        run_recipe("sitw", egs, "--nj=2", "--stage=11", "--stop-stage=11")
+        assert snapshot(nnet / "scores", "sitw_dev_core_scores") == before
+        calls = log.read_text().splitlines()
+        assert calls and calls[0].startswith("--mem 4G JOB=1:2 ")
+    finally:
+        (egs / "cmd.sh").unlink()
+        shutil.rmtree(utils)
