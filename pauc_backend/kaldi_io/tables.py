@@ -320,12 +320,13 @@ def _variable_key_fv(data, start, name):
     return text.split("\n") if keys else [], _gather_rows(data, offsets, dim)
 
 
-def _stack(keys, rows, name):
+def _stack(keys, rows, name, ragged=False):
     if not rows:
         return keys, np.zeros((0, 0), dtype=np.float32)
-    dims = {row.size for row in rows}
-    if len(dims) > 1:
-        first = rows[0].size
+    first = rows[0].size
+    if any(row.size != first for row in rows):
+        if ragged:
+            return keys, [np.asarray(row, dtype=np.float32) for row in rows]
         bad = next(i for i, row in enumerate(rows) if row.size != first)
         raise KaldiError("Vectors in %s have different dimensions: '%s' has dim %d but '%s' has "
                          "dim %d" % (name, keys[0], first, keys[bad], rows[bad].size))
@@ -435,7 +436,10 @@ def _scp_fast_fv(keys, targets):
         dim = None
         path_array = np.array(paths) if len(unique) > 1 else None
         for path in unique:
-            data = cache.load(path)[0]
+            try:
+                data = cache.load(path)[0]
+            except KaldiError:
+                return None  # the per-entry path names the key
             rows = np.flatnonzero(path_array == path) if path_array is not None \
                 else np.arange(len(targets))
             where = offsets[rows]
@@ -583,10 +587,11 @@ class RandomAccessTableReader:
         self.close()
 
 
-def read_vector_table(rspecifier):
+def read_vector_table(rspecifier, ragged=False):
     """``(keys, X)``: every vector of a table as one float32 (n, d) array, in file order.
 
-    KaldiError if the dims differ. Binary FV archives and scripts take the numpy fast path.
+    KaldiError if the dims differ (with ``ragged=True``, X is then a list of 1-D arrays).
+    Binary FV archives and scripts take the numpy fast path.
     """
     spec = parse_rspecifier(rspecifier)
     if spec.kind == "scp":
@@ -595,7 +600,7 @@ def read_vector_table(rspecifier):
         if fast is not None:
             return fast
         pairs = list(_iter_scp(spec.filename, HOLDERS["vector"], spec.permissive))
-        return _stack([k for k, _ in pairs], [v for _, v in pairs], spec.filename)
+        return _stack([k for k, _ in pairs], [v for _, v in pairs], spec.filename, ragged)
     data, start = streams.read_all(spec.filename)
     try:
         fast = _fixed_stride_fv(data, start, spec.filename)
@@ -608,7 +613,7 @@ def read_vector_table(rspecifier):
                                        spec.permissive):
             keys.append(key)
             rows.append(value)
-        return _stack(keys, rows, streams.printable(spec.filename))
+        return _stack(keys, rows, streams.printable(spec.filename), ragged)
     finally:
         if hasattr(data, "close"):
             try:
