@@ -1,0 +1,110 @@
+"""``TrialScores``: the scores of one trial list sorted once and shared by every metric.
+
+Each metric function (``eer``, ``min_dcf``, ``pauc``, ...) sorts its input; for ten million
+trials the sort is most of the cost, so tools that report several metrics build one
+``TrialScores`` and call its methods, which give the same numbers as the functions. ``summary``
+returns every metric of the paper's tables in one dict (JSON-ready).
+"""
+
+import numpy as np
+
+from pauc_backend.metrics import curves, dcf, error_rates, ranking
+from pauc_backend.metrics.validation import (check_costs, check_labels, check_p_targets,
+                                             check_scores)
+
+__all__ = ["TrialScores"]
+
+
+class TrialScores:
+    """Sorted target (``tar``) and non-target (``non``) scores of one trial list."""
+
+    def __init__(self, target_scores, nontarget_scores):
+        tar, non = check_scores(target_scores, nontarget_scores)
+        self._raw = (tar, non)
+        self.tar, self.non = np.sort(tar), np.sort(non)
+        self._trials = None
+        self._labels = None
+
+    @classmethod
+    def from_trials(cls, scores, is_target):
+        """From a trial list in its own order; minDCF then breaks ties in that order."""
+        scores, is_target = check_labels(scores, is_target)
+        self = cls(scores[is_target], scores[~is_target])
+        self._trials = (scores, is_target)
+        return self
+
+    @property
+    def num_tar(self):
+        return self.tar.size
+
+    @property
+    def num_non(self):
+        return self.non.size
+
+    def eer(self, method="kaldi"):
+        """``(eer, threshold)``; the threshold is None for ``method="rocch"``."""
+        if method == "kaldi":
+            return error_rates.kaldi_eer_sorted(self.tar.astype(np.float32, copy=False),
+                                                self.non.astype(np.float32, copy=False))
+        if method == "rocch":
+            return error_rates.rocch_eer_from_hull(*self.rocch()), None
+        raise ValueError("method must be 'kaldi' or 'rocch' (got %r)" % (method,))
+
+    def min_dcf(self, p_target=0.01, c_miss=1, c_fa=1):
+        """``DcfResult`` (a list for a sequence of priors), as ``dcf.min_dcf_from_trials``."""
+        p, scalar = check_p_targets(p_target)
+        check_costs(c_miss, c_fa)
+        if self._labels is None:
+            self._labels = dcf.sorted_labels(self.tar, self.non,
+                                             *(self._trials or (None, None)))
+        results = dcf.min_dcf_sorted(self.tar, self.non, self._labels, p, c_miss, c_fa)
+        return results[0] if scalar else results
+
+    def pauc(self, alpha=0.0, beta=0.01):
+        """``(pauc, R)``: eq. 5 and the number of non-targets in the band."""
+        return ranking.pauc_sorted(self.tar, self.non, alpha, beta)
+
+    def pauc_mcclish(self, alpha=0.0, beta=0.01):
+        area = ranking.partial_roc_area_sorted(self.tar, self.non, alpha, beta)
+        return ranking.mcclish(area, alpha, beta)
+
+    def auc(self):
+        return ranking.auc_sorted(self.tar, self.non)
+
+    def average_precision(self):
+        return ranking.average_precision_sorted(self.tar, self.non)
+
+    def det_curve(self):
+        return curves.det_curve_sorted(self.tar, self.non)
+
+    def rocch(self):
+        """``(pmiss, pfa)`` vertices of the ROC convex hull."""
+        return curves.rocch_sorted(self.tar, self.non)
+
+    def summary(self, p_targets=(0.01,), alpha=0.0, beta=0.01, c_miss=1, c_fa=1,
+                eer_method="kaldi", llr=False):
+        """Every metric as a dict of plain numbers; pAUC is None when the band is empty."""
+        rate, threshold = self.eer(eer_method)
+        out = {"num_target": self.num_tar, "num_nontarget": self.num_non,
+               "eer": rate, "eer_threshold": threshold, "eer_method": eer_method,
+               "min_dcf": [{"p_target": float(p), "c_miss": c_miss, "c_fa": c_fa,
+                            "min_dcf": r.min_dcf, "threshold": r.threshold}
+                           for p, r in zip(p_targets, self.min_dcf(list(p_targets),
+                                                                   c_miss, c_fa))],
+               "pauc_alpha": float(alpha), "pauc_beta": float(beta)}
+        try:
+            out["pauc"], out["pauc_num_nontargets"] = self.pauc(alpha, beta)
+        except ValueError:
+            out["pauc"], out["pauc_num_nontargets"] = None, 0
+        out["pauc_mcclish"] = self.pauc_mcclish(alpha, beta)
+        out["auc"] = self.auc()
+        out["average_precision"] = self.average_precision()
+        if llr:
+            from pauc_backend.metrics import llr as llr_metrics
+            tar, non = self._raw
+            out["act_dcf"] = [{"p_target": float(p), "act_dcf": float(value)} for p, value in
+                              zip(p_targets, np.atleast_1d(llr_metrics.act_dcf(
+                                  tar, non, list(p_targets), c_miss, c_fa)))]
+            out["cllr"] = llr_metrics.cllr(tar, non)
+            out["min_cllr"] = llr_metrics.min_cllr(tar, non)
+        return out
