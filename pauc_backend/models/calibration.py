@@ -8,7 +8,7 @@ The model is llr = sum_k w_k s_k + b. It minimises BOSARIS's prior-weighted cros
 
 (natural logs; at pi = 0.5 and lambda = 0, C / log 2 is the Cllr of the calibrated scores). C is
 convex; we minimise it by Newton's method with a backtracking line search on internally
-standardised scores, to a gradient norm of ``tol``. Without regularisation the minimum does not
+standardised scores, until the Newton step is below ``tol`` (relative to the parameters). Without regularisation the minimum does not
 exist when the training scores are (quasi-)linearly separable; that raises SeparableScoresError.
 """
 
@@ -143,35 +143,34 @@ class LinearFusion:
         converged = False
         n_iter = 0
         while n_iter < self.max_iter:
-            if np.linalg.norm(gradient) <= self.tol:
-                converged = True
-                break
             step = -np.linalg.lstsq(hessian, gradient, rcond=1e-13)[0]
             slope = gradient @ step
             if not slope < 0:
+                if not np.any(gradient):
+                    converged = True
+                    break
                 step, slope = -gradient, -(gradient @ gradient)
+            final = np.linalg.norm(step) <= self.tol * max(1.0, np.linalg.norm(theta))
             t = 1.0
-            # Within rounding of C the line search cannot judge a step; there the quadratic model
-            # is exact to far below the tolerance, so take the full Newton step.
-            while -slope > 1e-10:
-                new_value = evaluate(theta + t * step, derivatives=False)
-                if new_value <= value + 1e-4 * t * slope:
+            # When the predicted decrease is within rounding of C the line search cannot judge
+            # a step; there the quadratic model is exact, so the full Newton step is taken.
+            while not final and -slope > 1e-12 * value:
+                if evaluate(theta + t * step, derivatives=False) <= value + 1e-4 * t * slope:
                     break
                 t *= 0.5
                 if t < 1e-12:
                     break
             n_iter += 1
             if t < 1e-12:
-                # No decrease is representable: we are at the optimum up to rounding.
-                converged = np.linalg.norm(gradient) <= max(self.tol, 1e-6)
                 break
             theta = theta + t * step
             value, gradient, hessian = evaluate(theta)
+            if final:
+                converged = True
+                break
             self._check_separation(z[:, :num_cols] @ theta[:num_cols], labels)
             if not np.all(np.isfinite(theta)) or np.linalg.norm(theta[:num_cols]) > 1e8:
                 break
-        else:
-            converged = np.linalg.norm(gradient) <= self.tol
         if not converged:
             raise SeparableScoresError(
                 "calibration did not converge in %d Newton iterations (gradient norm %.3g, "
