@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Two-fold calibration over the enrolled speakers: every trial gets a log-likelihood ratio from
+# a linear calibration trained on the other half of the speakers, so actDCF and Cllr can be
+# measured on the whole trial list without testing on training trials.
+#
+# Usage: calibrate_2fold.sh [options] <trials> <scores-dir> <out-dir> <system> [<system>...]
+#  e.g.: utils/calibrate_2fold.sh exp/... data/trials exp/scores exp/calibrated plda cosine
+# Reads <scores-dir>/<system> ("key1 key2 score"), writes <out-dir>/<system> (same order, llr),
+# <out-dir>/fold{1,2}/... (trials and models). Folds: the enrolled speakers (first trial column)
+# in sorted order, alternately to fold 1 and fold 2.
+# Options: --cmd CMD (job runner, default utils/local_run.sh), --prior P (default 0.01).
+
+cmd="$(dirname "$(readlink -f "$0")")/local_run.sh"
+prior=0.01
+. "$(dirname "$(readlink -f "$0")")/parse_options.sh" || exit 1
+if [ $# -lt 4 ]; then
+  echo "Usage: $0 [--cmd CMD] [--prior P] <trials> <scores-dir> <out-dir> <system>..." >&2
+  exit 1
+fi
+set -o pipefail
+trials=$1 scores_dir=$2 out=$3
+shift 3
+
+mkdir -p $out/fold1 $out/fold2 $out/log || exit 1
+cut -d' ' -f1 $trials | LC_ALL=C sort -u | awk '{ print $1, (NR % 2 ? 1 : 2) }' > $out/speaker_folds || exit 1
+for fold in 1 2; do
+  awk -v f=$fold 'NR == FNR { fold[$1] = $2; next } fold[$1] == f' $out/speaker_folds $trials \
+    > $out/fold$fold/trials || exit 1
+  [ -s $out/fold$fold/trials ] || { echo "$0: fold $fold has no trials" >&2; exit 1; }
+done
+
+for system in "$@"; do
+  for fold in 1 2; do
+    awk -v f=$fold 'NR == FNR { fold[$1] = $2; next } fold[$1] == f' $out/speaker_folds \
+      $scores_dir/$system > $out/fold$fold/$system.scores || exit 1
+  done
+  for fold in 1 2; do
+    other=$((3 - fold))
+    $cmd $out/log/train_$system.fold$fold.log \
+      train-calibration --prior=$prior $out/fold$fold/trials $out/fold$fold/$system.scores \
+      $out/fold$fold/$system.calibration || exit 1
+    $cmd $out/log/apply_$system.fold$other.log \
+      apply-calibration $out/fold$fold/$system.calibration $out/fold$other/$system.scores \
+      $out/fold$other/$system.llr || exit 1
+  done
+  # Back to the order of the input scores.
+  awk 'FILENAME != ARGV[3] { llr[$1 " " $2] = $3; next }
+       { key = $1 " " $2; if (!(key in llr)) exit 1; print key, llr[key] }' \
+    $out/fold1/$system.llr $out/fold2/$system.llr $scores_dir/$system > $out/$system || {
+      echo "$0: could not merge the calibrated scores of $system" >&2; exit 1; }
+done

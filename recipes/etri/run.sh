@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# The paper's comparison on real i-vectors (ETRI Korean read speech, 200-dim), in Kaldi's
+# recipe style. The back-end follows the reference recipe of the data's README (egs/sre16/v2
+# without adaptation): subtract the TRAIN mean, LDA, length norm, PLDA; the enrollment vector
+# of a speaker is the mean of its raw vectors (PLDA scored with --num-utts); evaluation vectors
+# are centred with the train mean.
+#
+# Usage: run.sh [options] [<data-dir>]
+#   <data-dir> holds {train,enroll,test}/{xvector.scp,spk2utt,utt2spk} and trials
+#   (default: ../shared/realdata/etri beside the checkout).
+#
+# Stages:
+#   0  data/: the data directory with absolute scp paths
+#   1  mean.vec (train), enrollment speaker means, LDA, PLDA
+#   2  preprocessed vectors: LDA + unit length ("length-norm") and PLDA latent ("PLDA-based")
+#   3  train-pauc-metric --loss=pauc|triplet on each preprocessing (defaults as shipped)
+#   4  scoring: Cosine, PLDA, TripletMetric and pAUCMetric with both preprocessings
+#   5  calibration, 2-fold over the enrolled speakers
+#   6  results table ($exp/results.md) and DET/ROC plots
+# The LDA sweep and the gamma/mu grid of RESULTS.md are local/lda_sweep.sh and
+# local/gamma_mu_grid.sh; local/make_results.sh writes RESULTS.md.
+
+set -o pipefail
+orig_pwd=$PWD
+cd "$(dirname "$(readlink -f "$0")")" || exit 1
+. ./path.sh || exit 1
+. ./cmd.sh || exit 1
+
+stage=0
+stop_stage=6
+exp=exp             # output directory (relative to this recipe)
+lda_dim=100
+losses="pauc triplet"
+preps="lnorm plda"
+metric_opts=        # extra options for train-pauc-metric (none: the shipped defaults)
+nj=2                # metric trainings run at once
+help_message="Usage: $0 [options] [<data-dir>]
+  --stage N         first stage (0..6; default $stage)
+  --stop-stage N    last stage (default $stop_stage)
+  --exp DIR         output directory (default $exp, under recipes/etri)
+  --lda-dim N       LDA dimension (default $lda_dim)
+  --losses L        metrics among \"pauc triplet\" (default \"$losses\")
+  --preps P         preprocessings among \"lnorm plda\" (default \"$preps\")
+  --metric-opts S   extra options for train-pauc-metric
+  --nj N            metric trainings at once (default $nj)"
+. utils/parse_options.sh || exit 1
+if [ $# -gt 1 ]; then
+  printf '%s\n' "$help_message" >&2
+  exit 1
+fi
+if [ $# -eq 1 ]; then
+  case "$1" in /*) src=$1 ;; *) src=$orig_pwd/$1 ;; esac
+else
+  src=$PWD/../../../shared/realdata/etri
+fi
+case "$exp" in /*) ;; *) exp=$PWD/$exp ;; esac
+data=$PWD/data
+trials=$data/trials
+mkdir -p $exp/log || exit 1
+
+metric_systems=
+for prep in $preps; do for loss in $losses; do metric_systems+=" ${loss}_$prep"; done; done
+systems="cosine plda$metric_systems"
+feats_of() { case $1 in lnorm) echo $exp/lnorm ;; plda) echo $exp/plda_latent ;; esac; }
+
+if [ $stage -le 0 ] && [ $stop_stage -ge 0 ]; then
+  echo "$0: stage 0: data from $src"
+  local/prepare_data.sh "$src" $data || exit 1
+fi
+
+if [ $stage -le 1 ] && [ $stop_stage -ge 1 ]; then
+  echo "$0: stage 1: train mean, LDA ($lda_dim), PLDA"
+  $train_cmd $exp/log/compute_mean.log \
+    compute-vector-mean scp:$data/train/xvector.scp $exp/mean.vec || exit 1
+  $train_cmd $exp/log/enroll_speaker_mean.log \
+    compute-vector-mean ark:$data/enroll/spk2utt scp:$data/enroll/xvector.scp \
+    ark,scp:$exp/enroll_spk_xvector.ark,$exp/enroll_spk_xvector.scp \
+    ark,t:$exp/enroll_num_utts.ark || exit 1
+  $train_cmd $exp/log/lda.log \
+    train-lda --total-covariance-factor=0.0 --dim=$lda_dim \
+    "ark:subtract-vector-mean scp:$data/train/xvector.scp ark:- |" \
+    ark:$data/train/utt2spk $exp/transform.mat || exit 1
+  $train_cmd $exp/log/plda.log \
+    train-plda ark:$data/train/spk2utt \
+    "ark:subtract-vector-mean scp:$data/train/xvector.scp ark:- | transform-vectors $exp/transform.mat ark:- ark:- | normalize-vector-length ark:- ark:- |" \
+    $exp/plda || exit 1
+fi
+
+if [ $stage -le 2 ] && [ $stop_stage -ge 2 ]; then
+  echo "$0: stage 2: length-normalised and PLDA-latent vectors"
+  train_lda="ark:subtract-vector-mean scp:$data/train/xvector.scp ark:- | transform-vectors $exp/transform.mat ark:- ark:- |"
+  enroll_lda="ark:subtract-vector-mean $exp/mean.vec scp:$exp/enroll_spk_xvector.scp ark:- | transform-vectors $exp/transform.mat ark:- ark:- |"
+  test_lda="ark:subtract-vector-mean $exp/mean.vec scp:$data/test/xvector.scp ark:- | transform-vectors $exp/transform.mat ark:- ark:- |"
+  mkdir -p $exp/lnorm $exp/plda_latent
+  for set in train enroll test; do
+    eval "input=\$${set}_lda"
+    $train_cmd $exp/log/lnorm_$set.log \
+      normalize-vector-length --scaleup=false "$input" \
+      ark,scp:$exp/lnorm/$set.ark,$exp/lnorm/$set.scp || exit 1
+    num_utts=
+    [ $set = enroll ] && num_utts=--num-utts=ark:$exp/enroll_num_utts.ark
+    $train_cmd $exp/log/plda_latent_$set.log \
+      transform-plda-latent $num_utts $exp/plda \
+      "$input normalize-vector-length ark:- ark:- |" \
+      ark,scp:$exp/plda_latent/$set.ark,$exp/plda_latent/$set.scp || exit 1
+  done
+fi
+
+if [ $stage -le 3 ] && [ $stop_stage -ge 3 ]; then
+  echo "$0: stage 3: metrics:$metric_systems"
+  mkdir -p $exp/metrics
+  pids=()
+  failed=false
+  for system in $metric_systems; do
+    $train_cmd $exp/log/train_metric_$system.log \
+      train-pauc-metric --loss=${system%%_*} $metric_opts ark:$data/train/spk2utt \
+      scp:$(feats_of ${system#*_})/train.scp $exp/metrics/$system &
+    pids+=($!)
+    if [ ${#pids[@]} -ge $nj ]; then
+      wait ${pids[0]} || failed=true
+      pids=("${pids[@]:1}")
+    fi
+  done
+  for pid in "${pids[@]}"; do wait $pid || failed=true; done
+  $failed && exit 1
+fi
+
+if [ $stage -le 4 ] && [ $stop_stage -ge 4 ]; then
+  echo "$0: stage 4: scoring $(wc -l < $trials) trials"
+  mkdir -p $exp/scores
+  $train_cmd $exp/log/score_cosine.log \
+    score-cosine-trials "cut -d' ' -f1,2 $trials |" scp:$exp/lnorm/enroll.scp \
+    scp:$exp/lnorm/test.scp $exp/scores/cosine || exit 1
+  $train_cmd $exp/log/score_plda.log \
+    score-plda-trials --normalize-length=true \
+    --num-utts=ark:$exp/enroll_num_utts.ark \
+    "copy-plda --smoothing=0.0 $exp/plda - |" \
+    "ark:subtract-vector-mean $exp/mean.vec scp:$exp/enroll_spk_xvector.scp ark:- | transform-vectors $exp/transform.mat ark:- ark:- | normalize-vector-length ark:- ark:- |" \
+    "ark:subtract-vector-mean $exp/mean.vec scp:$data/test/xvector.scp ark:- | transform-vectors $exp/transform.mat ark:- ark:- | normalize-vector-length ark:- ark:- |" \
+    "cut -d' ' -f1,2 $trials |" $exp/scores/plda || exit 1
+  for system in $metric_systems; do
+    feats=$(feats_of ${system#*_})
+    $train_cmd $exp/log/score_$system.log \
+      score-pauc-trials $exp/metrics/$system scp:$feats/enroll.scp scp:$feats/test.scp \
+      $trials $exp/scores/$system || exit 1
+  done
+fi
+
+if [ $stage -le 5 ] && [ $stop_stage -ge 5 ]; then
+  echo "$0: stage 5: calibration (2-fold over the enrolled speakers)"
+  utils/calibrate_2fold.sh --cmd "$train_cmd" $trials $exp/scores $exp/calibrated $systems || exit 1
+fi
+
+if [ $stage -le 6 ] && [ $stop_stage -ge 6 ]; then
+  echo "$0: stage 6: results"
+  utils/results_table.sh --title "ETRI i-vectors, LDA $lda_dim, $(wc -l < $trials) trials" \
+    --plots $exp/det.png,$exp/roc.png $trials $exp/scores $exp/calibrated $systems \
+    > $exp/results.md || exit 1
+  cat $exp/results.md
+fi

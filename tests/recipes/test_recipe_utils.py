@@ -1,0 +1,76 @@
+"""The recipes' shell utilities: Kaldi-style option parsing and the run.pl-compatible job runner."""
+
+import subprocess
+
+from conftest import REPO
+
+UTILS = REPO / "recipes" / "common" / "utils"
+
+
+def bash(script, *args, cwd=None):
+    return subprocess.run(["bash", "-c", script, "script", *map(str, args)], cwd=cwd,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+OPTIONS = """
+stage=0
+use_kaldi=auto
+nj=1
+flag=false
+help_message="usage: demo"
+. %s/parse_options.sh || exit 1
+echo "stage=$stage use_kaldi=$use_kaldi nj=$nj flag=$flag args=$*"
+""" % UTILS
+
+
+def test_parse_options_sets_existing_variables_in_both_forms():
+    proc = bash(OPTIONS, "--stage", "3", "--use-kaldi=false", "--flag", "true", "egs", "--x")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "stage=3 use_kaldi=false nj=1 flag=true args=egs --x"
+
+
+def test_parse_options_rejects_unknown_options_and_non_boolean_values():
+    proc = bash(OPTIONS, "--no-such-option", "1")
+    assert proc.returncode == 1 and "--no-such-option" in proc.stderr and not proc.stdout
+    proc = bash(OPTIONS, "--flag=maybe")
+    assert proc.returncode == 1 and "true" in proc.stderr and not proc.stdout
+    proc = bash(OPTIONS, "--nj")
+    assert proc.returncode == 1 and "needs a value" in proc.stderr
+
+
+def test_parse_options_reads_config_files_and_prints_help(tmp_path):
+    config = tmp_path / "conf"
+    config.write_text("nj=4\nstage=2\n")
+    proc = bash(OPTIONS, "--config", config, "--stage=5")
+    assert proc.stdout.strip() == "stage=5 use_kaldi=auto nj=4 flag=false args="
+    proc = bash(OPTIONS, "--help")
+    assert proc.returncode == 0 and proc.stdout.strip() == "usage: demo"
+
+
+def test_local_run_substitutes_the_job_number_in_logs_and_commands(tmp_path):
+    proc = bash('"$1"/local_run.sh JOB=1:3 log/echo.JOB.log echo "job JOB of 3" \\| tr a-z A-Z',
+                UTILS, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    for job in (1, 2, 3):
+        lines = (tmp_path / "log" / ("echo.%d.log" % job)).read_text().splitlines()
+        assert lines[0] == '# echo "job %d of 3" | tr a-z A-Z ' % job
+        assert "JOB %d OF 3" % job in lines
+        assert lines[-1].startswith("# Ended (code 0) at ")
+
+
+def test_local_run_reports_failed_jobs_with_exit_status_1(tmp_path):
+    proc = bash('"$1"/local_run.sh JOB=1:4 log/f.JOB.log test JOB -le 2', UTILS, cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "2 / 4 failed" in proc.stderr
+    assert (tmp_path / "log/f.3.log").read_text().splitlines()[-1].startswith("# Ended (code 1)")
+    proc = bash('"$1"/local_run.sh --mem 4G log/single.log false', UTILS, cwd=tmp_path)
+    assert proc.returncode == 1 and "job failed, log is in log/single.log" in proc.stderr
+
+
+def test_local_run_keeps_to_max_jobs_run(tmp_path):
+    # Each job holds a lock directory for a while: two jobs at once would collide.
+    command = "mkdir lock && sleep 0.2 && rmdir lock"
+    proc = bash('"$1"/local_run.sh --max-jobs-run 1 JOB=1:3 log/l.JOB.log bash -c "$2"', UTILS,
+                command, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr + "".join(
+        p.read_text() for p in (tmp_path / "log").glob("*.log"))
