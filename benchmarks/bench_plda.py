@@ -29,7 +29,7 @@ def write_ark(path, keys, X):
     width = len(keys[0])
     assert all(len(k) == width for k in keys)
     dim = X.shape[1]
-    record = np.dtype([("key", "S%d" % width), ("head", "S8"), ("dim", "<i4"),
+    record = np.dtype([("key", "S%d" % width), ("head", "S7"), ("dim", "<i4"),
                        ("data", "<f4", (dim,))])
     out = np.empty(len(keys), dtype=record)
     out["key"] = [k.encode() for k in keys]

@@ -31,8 +31,16 @@ def index_keys(keys, duplicate_message):
 
 
 def _lookup(positions, keys):
-    return np.fromiter((positions.get(key, -1) for key in keys), dtype=np.intp,
-                       count=len(keys))
+    """Row of each key (-1 if absent); a run of equal keys (sorted trials) is looked up once."""
+    if not len(keys):
+        return np.zeros(0, dtype=np.intp)
+    heads = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+    unique = keys[heads].tolist() if heads.size < len(keys) else keys.tolist()
+    rows = np.fromiter((positions.get(key, -1) for key in unique), dtype=np.intp,
+                       count=len(unique))
+    if heads.size < len(keys):
+        rows = np.repeat(rows, np.diff(np.append(heads, len(keys))))
+    return rows
 
 
 def score_trial_list(log, trials_rx, scores_wx, enroll_keys, test_keys, score_fn,
@@ -49,8 +57,7 @@ def score_trial_list(log, trials_rx, scores_wx, enroll_keys, test_keys, score_fn
     test_pos = test_keys if isinstance(test_keys, dict) else {
         key: row for row, key in enumerate(test_keys)}
     key1, key2, _ = read_trials(trials_rx)
-    key1 = key1.tolist() if isinstance(key1, np.ndarray) else list(key1)
-    key2 = key2.tolist() if isinstance(key2, np.ndarray) else list(key2)
+    key1, key2 = np.asarray(key1, dtype=np.str_), np.asarray(key2, dtype=np.str_)
     enroll_rows = _lookup(enroll_pos, key1)
     test_rows = _lookup(test_pos, key2)
     missing_enroll = enroll_rows < 0
@@ -61,9 +68,11 @@ def score_trial_list(log, trials_rx, scores_wx, enroll_keys, test_keys, score_fn
             log.warning("Key %s not present in %s iVectors." % (key1[trial], enroll_name))
         else:
             log.warning("Key %s not present in %s iVectors." % (key2[trial], test_name))
-    good = np.flatnonzero(~bad)
-    enroll_rows, test_rows = enroll_rows[good], test_rows[good]
-    num_done = good.shape[0]
+    if bad.any():
+        good = np.flatnonzero(~bad)
+        key1, key2 = key1[good], key2[good]
+        enroll_rows, test_rows = enroll_rows[good], test_rows[good]
+    num_done = key1.shape[0]
 
     scores = np.empty(num_done, dtype=np.float64)
     for start in range(0, num_done, chunk_size):
@@ -75,14 +84,10 @@ def score_trial_list(log, trials_rx, scores_wx, enroll_keys, test_keys, score_fn
                              % (chunk.shape, stop - start))
         scores[start:stop] = chunk
     if not np.all(np.isfinite(scores)):
-        position = int(np.flatnonzero(~np.isfinite(scores))[0])
-        trial = int(good[position])
+        trial = int(np.flatnonzero(~np.isfinite(scores))[0])
         raise KaldiError("Score for trial %s %s is not finite (%s)"
-                         % (key1[trial], key2[trial], scores[position]))
-    if bad.any():
-        write_scores(scores_wx, [key1[t] for t in good], [key2[t] for t in good], scores)
-    else:
-        write_scores(scores_wx, key1, key2, scores)
+                         % (key1[trial], key2[trial], scores[trial]))
+    write_scores(scores_wx, key1, key2, scores)
 
     if num_done:
         as_float = scores.astype(np.float32).astype(np.float64)
