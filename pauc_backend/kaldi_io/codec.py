@@ -27,13 +27,14 @@ _BINARY_HEADER = b"\0B"
 class ByteCursor:
     """A read position in a bytes-like buffer (bytes, bytearray, mmap) named for error messages."""
 
-    __slots__ = ("data", "pos", "name", "key")
+    __slots__ = ("data", "pos", "name", "key", "base")
 
-    def __init__(self, data, pos=0, name="<memory>", key=None):
+    def __init__(self, data, pos=0, name="<memory>", key=None, base=0):
         self.data = data
         self.pos = pos
         self.name = name
         self.key = key
+        self.base = base
 
     def read(self, n):
         chunk = self.data[self.pos:self.pos + n]
@@ -56,7 +57,8 @@ class ByteCursor:
         """A KaldiError naming the input, the table key (if any) and the byte offset."""
         where = "" if self.key is None else " for key '%s'" % self.key
         return KaldiError("%s%s (reading %s at byte %d)" % (
-            message, where, streams.printable(self.name), self.pos if pos is None else pos))
+            message, where, streams.printable(self.name),
+            self.base + (self.pos if pos is None else pos)))
 
 
 def _cursor(f):

@@ -155,7 +155,9 @@ def _map_file(path):
             size = os.fstat(handle.fileno()).st_size
             if size == 0 or not os.path.isfile(path):
                 return handle.read()
-            return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+            # MAP_POPULATE maps the whole page cache at once instead of faulting page by page.
+            flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
+            return mmap.mmap(handle.fileno(), 0, flags=flags, prot=mmap.PROT_READ)
         except (OSError, ValueError):
             return handle.read()
 
@@ -205,11 +207,12 @@ class _PipeInput:
         except OSError as err:
             raise KaldiError("Failed to run input pipe '%s |': %s" % (command, err)) from None
 
-    def close(self, failed):
+    def close(self):
+        """Wait for the command; KaldiError if it failed (a SIGPIPE after we stopped reading
+        early is not its fault)."""
         self.proc.stdout.close()
         code = self.proc.wait()
-        # A producer we stopped reading early dies of SIGPIPE; that is not its fault.
-        if not failed and code not in (0, -signal.SIGPIPE, 128 + signal.SIGPIPE):
+        if code not in (0, -signal.SIGPIPE, 128 + signal.SIGPIPE):
             raise KaldiError("Input pipe '%s |' failed (%s)" % (self.command, _status_text(code)))
 
 
@@ -224,10 +227,15 @@ def open_input(rx):
         pipe = _PipeInput(what)
         try:
             yield pipe.proc.stdout
+        except Exception as err:
+            # A failing command explains bad data better than the parse error it caused.
+            pipe.close()
+            raise err
         except BaseException:
-            pipe.close(failed=True)
+            pipe.proc.stdout.close()
+            pipe.proc.wait()
             raise
-        pipe.close(failed=False)
+        pipe.close()
         return
     path, offset = what if kind == "offset" else (what, 0)
     try:

@@ -9,6 +9,7 @@ Reading loads the whole input; binary float-vector archives and scripts take a n
 through the per-record parser, which names the file, key and byte offset of any error.
 """
 
+import os
 import re
 import struct
 
@@ -25,6 +26,7 @@ _BLANKS = re.compile(rb"[ \t\v\f\r]*")
 _IS_WS = np.zeros(256, dtype=bool)
 _IS_WS[list(b" \t\n\v\f\r")] = True
 _FV_HEADER = b"\0BFV \x04"
+_STREAM_RESERVE = 1 << 31  # bytes of address space reserved for rows read from a pipe/stdin
 
 
 # -- holders -------------------------------------------------------------------------------------
@@ -169,7 +171,7 @@ def _decode(raw, cur, pos):
         return raw.decode("utf-8")
     except UnicodeDecodeError as err:
         raise KaldiError("Invalid key or token (not valid UTF-8) at byte %d of %s: %r" % (
-            pos + err.start, streams.printable(cur.name), bytes(raw[:40]))) from None
+            cur.base + pos + err.start, streams.printable(cur.name), bytes(raw[:40]))) from None
 
 
 def _check_token(token, what="key"):
@@ -191,9 +193,13 @@ def _check_keys(keys):
 
 # -- archive parsing -----------------------------------------------------------------------------
 
-def _iter_ark(data, start, name, holder, permissive=False):
-    """Yield (key, value, key_offset) from an archive; KaldiError (or stop, if permissive)."""
+def _iter_ark(data, start, name, holder, permissive=False, base=0):
+    """Yield (key, value, key_offset) from an archive; KaldiError (or stop, if permissive).
+
+    ``base`` is added to byte offsets in messages (when ``data`` is the tail of a stream).
+    """
     cur = ByteCursor(data, start, name)
+    cur.base = base
     size = len(data)
     while True:
         cur.key = None
@@ -222,46 +228,10 @@ def _iter_ark(data, start, name, holder, permissive=False):
         yield key, value, key_pos
 
 
-def _ascii_keys(raw, n, length):
-    """Split n fixed-length keys from one bytes blob (fast when ASCII)."""
-    if raw.isascii():
-        text = raw.decode("ascii")
-        return [text[i:i + length] for i in range(0, n * length, length)]
-    return None
-
-
-def _fixed_stride_fv(data, start, name):
-    """The fast path: every record is ``<key of length L> \\0BFV \\x04<d><d floats>``."""
-    size = len(data) - start
-    match = _TOKEN.match(data, start)
-    if match is None:
-        return None
-    key_len = match.end() - start
-    header = bytes(data[match.end():match.end() + 11])
-    if len(header) < 11 or header[:7] != b" " + _FV_HEADER:
-        return None
-    dim = struct.unpack("<i", header[7:])[0]
-    stride = key_len + 11 + 4 * dim
-    if dim < 0 or size % stride:
-        return None
-    count = size // stride
-    records = np.frombuffer(data, np.uint8, count * stride, start).reshape(count, stride)
-    if not (records[:, key_len:key_len + 11] == np.frombuffer(header, np.uint8)).all():
-        return None
-    keys_raw = records[:, :key_len]
-    if _IS_WS[keys_raw].any():
-        return None
-    keys = _ascii_keys(keys_raw.tobytes(), count, key_len)
-    if keys is None:
-        return None
-    rows = np.ndarray((count, dim), dtype="<f4", buffer=data, offset=start + key_len + 11,
-                      strides=(stride, 4))
-    return keys, np.array(rows, dtype=np.float32)
-
-
-def _gather_rows(data, offsets, dim):
+def _gather_rows(data, offsets, dim, out=None):
     """Rows of ``dim`` float32 starting at byte ``offsets`` of ``data``, as one (n, dim) array."""
-    out = np.empty((len(offsets), dim), dtype=np.float32)
+    if out is None:
+        out = np.empty((len(offsets), dim), dtype=np.float32)
     if len(offsets) == 0 or dim == 0:
         return out
     offsets = np.asarray(offsets, dtype=np.int64)
@@ -283,41 +253,235 @@ def _gather_rows(data, offsets, dim):
     return out
 
 
-def _variable_key_fv(data, start, name):
-    """All records FV of one dim, keys of any length: one cheap header check per record."""
-    size = len(data)
-    match = _TOKEN.match(data, _WS.match(data, start).end())
+class _Rows:
+    """A growing float32 (n, dim) array.
+
+    The first allocation may be generous: np.empty does not touch its pages, and ``result()``
+    shrinks it in place (realloc), so unused capacity costs address space, not memory. Growing
+    beyond it is done in place too (ndarray.resize), never by copying into a new array.
+    """
+
+    def __init__(self, dim, capacity):
+        self.dim = dim
+        capacity = max(int(capacity), 16)
+        while True:
+            try:
+                self.X = np.empty((capacity, dim), dtype=np.float32)
+                break
+            except MemoryError:
+                if capacity <= 1024:
+                    raise
+                capacity //= 4
+        self.n = 0
+
+    def reserve(self, extra):
+        need = self.n + extra
+        if need > self.X.shape[0]:
+            self.X.resize((max(need, 2 * self.X.shape[0]), self.dim), refcheck=False)
+        return self.X[self.n:need]
+
+    def result(self):
+        self.X.resize((self.n, self.dim), refcheck=False)
+        return self.X
+
+
+def _fv_dim(data, pos, end):
+    """The dim of the FV record at ``pos`` (after whitespace), or None if it is not one."""
+    pos = _WS.match(data, pos, end).end()
+    match = _TOKEN.match(data, pos, end)
     if match is None:
         return None
-    header = bytes(data[match.end():match.end() + 11])
-    if len(header) < 11 or header[1:7] != _FV_HEADER or header[:1] not in b" \t":
+    head = bytes(data[match.end():min(match.end() + 11, end)])
+    if len(head) < 11 or head[:1] not in (b" ", b"\t") or head[1:7] != _FV_HEADER:
         return None
-    dim = struct.unpack("<i", header[7:])[0]
-    if dim < 0:
-        return None
-    tail = header[1:]
-    record_tail = 10 + 4 * dim
-    keys, offsets = [], []
-    ws_match, token_match = _WS.match, _TOKEN.match
-    pos = start
-    while True:
-        pos = ws_match(data, pos).end()
-        if pos >= size:
-            break
-        match = token_match(data, pos)
-        end = match.end()
-        if data[end + 1:end + 11] != tail or data[end:end + 1] not in (b" ", b"\t") \
-                or end + 1 + record_tail > size:
-            return None
-        keys.append(match.group())
-        offsets.append(end + 11)
-        pos = end + 1 + record_tail
-    joined = b"\n".join(keys)
+    dim = struct.unpack("<i", head[7:])[0]
+    return dim if dim >= 0 else None
+
+
+def _decode_keys(blobs):
+    """Keys (bytes) to str in one decode; None if some key is not UTF-8 (the slow path reports)."""
     try:
-        text = joined.decode("utf-8")
+        text = b"\n".join(blobs).decode("utf-8")
     except UnicodeDecodeError:
         return None
-    return text.split("\n") if keys else [], _gather_rows(data, offsets, dim)
+    return text.split("\n") if blobs else []
+
+
+def _scan_fv_block(data, start, end, dim, rows, keys):
+    """Parse whole ``key \\0BFV \\x04<dim> floats`` records of data[start:end] into rows/keys.
+
+    Runs of records with equal-length keys are verified and copied in bulk (one strided copy);
+    other records are walked one header at a time. Returns ``(stop, irregular)``: where parsing
+    stopped and whether the record there is not an FV record of this dim (else it is incomplete
+    or the block ended); the record-by-record parser takes over from ``stop``.
+    """
+    header = _FV_HEADER + struct.pack("<i", dim)
+    spaced_header = b" " + header
+    expected = np.frombuffer(header, np.uint8)
+    row_bytes = 4 * dim
+    token_match, ws_match = _TOKEN.match, _WS.match
+    pending_starts, pending_keys, pending_offsets = [], [], []
+
+    def flush():
+        """Move the walked records into rows/keys; False if a key is not UTF-8."""
+        if pending_offsets:
+            decoded = _decode_keys(pending_keys)
+            if decoded is None:
+                return False
+            _gather_rows(data, pending_offsets, dim, rows.reserve(len(pending_offsets)))
+            rows.n += len(pending_offsets)
+            keys.extend(decoded)
+            del pending_starts[:], pending_keys[:], pending_offsets[:]
+        return True
+
+    def fixed_run(pos):
+        """Bulk-parse records with the key length of the one at ``pos``; new position, count."""
+        match = token_match(data, pos, end)
+        if match is None or data[match.end():match.end() + 11] != spaced_header:
+            return pos, 0
+        key_len = match.end() - pos
+        stride = key_len + 11 + row_bytes
+        window, total = 64, 0
+        while True:
+            count = min(window, (end - pos) // stride)
+            if count == 0:
+                return pos, total
+            recs = np.frombuffer(data, np.uint8, count * stride, pos).reshape(count, stride)
+            good = (recs[:, key_len + 1:key_len + 11] == expected).all(axis=1)
+            good &= recs[:, key_len] == 32
+            good &= ~_IS_WS[recs[:, :key_len]].any(axis=1)
+            bad = np.flatnonzero(~good)
+            run = int(bad[0]) if bad.size else count
+            raw = recs[:run, :key_len].tobytes()
+            if not raw.isascii():
+                return pos, total
+            text = raw.decode("ascii")
+            keys.extend(text[i:i + key_len] for i in range(0, run * key_len, key_len))
+            rows.reserve(run)[:] = np.ndarray((run, dim), dtype="<f4", buffer=data,
+                                              offset=pos + key_len + 11, strides=(stride, 4))
+            rows.n += run
+            pos += run * stride
+            total += run
+            if run < count:
+                return pos, total
+            window *= 2
+
+    pos = start
+    scalar_budget = 0
+    while pos < end:
+        if scalar_budget <= 0:
+            if not flush():
+                return pending_starts[0], True
+            pos, total = fixed_run(pos)
+            scalar_budget = 256 if total < 16 else 1
+            if pos >= end:
+                break
+        scalar_budget -= 1
+        key_pos = ws_match(data, pos, end).end()
+        if key_pos >= end:
+            pos = key_pos
+            break
+        key_end = token_match(data, key_pos, end).end()
+        complete = key_end + 11 + row_bytes <= end
+        if complete or key_end + 11 <= end:
+            if data[key_end:key_end + 11] not in (spaced_header, b"\t" + header):
+                return (pos, True) if flush() else (pending_starts[0], True)
+        if not complete:
+            break  # more data may come
+        pending_starts.append(key_pos)
+        pending_keys.append(bytes(data[key_pos:key_end]))
+        pending_offsets.append(key_end + 11)
+        pos = key_end + 11 + row_bytes
+    if not flush():
+        return pending_starts[0], True
+    return pos, False
+
+
+def _fill(fd, view, have):
+    """Read from ``fd`` until ``view`` is full or EOF; return the new fill level and EOF flag."""
+    size = len(view)
+    while have < size:
+        got = os.readv(fd, [view[have:]])
+        if got == 0:
+            return have, True
+        have += got
+    return have, False
+
+
+def _read_fv_stream(stream, name, ragged, permissive=False):
+    """Float-vector archive from a pipe or stdin, parsed chunk by chunk while it is read."""
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        fd = None
+    pending = stream.peek(0) if hasattr(stream, "peek") else b""
+    pending = stream.read(len(pending)) if pending else b""
+    if fd is None:
+        data = pending + stream.read()
+        return _read_fv_buffer(data, 0, name, ragged, permissive)
+    buf = bytearray(max(streams._CHUNK, len(pending)))
+    buf[:len(pending)] = pending
+    view = memoryview(buf)
+    have, eof = _fill(fd, view, len(pending))
+    dim = _fv_dim(buf, 0, have)
+    if dim is None:
+        view.release()
+        del buf[have:]
+        if not eof:
+            buf += streams._read_stream_fully(stream)
+        return _read_fv_buffer(buf, 0, name, ragged, permissive)
+    rows = _Rows(dim, _STREAM_RESERVE // (4 * dim + 16))
+    keys = []
+    consumed = 0
+    while True:
+        stop, irregular = _scan_fv_block(buf, 0, have, dim, rows, keys)
+        if irregular or (eof and stop < have):
+            view.release()
+            rest = buf[stop:have]
+            if not eof:
+                rest += streams._read_stream_fully(stream)
+            return _finish_generic(rest, 0, name, keys, rows.result(), ragged, consumed + stop,
+                                   permissive)
+        consumed += stop
+        leftover = have - stop
+        if eof:
+            break
+        view[:leftover] = view[stop:have]
+        if leftover == len(buf):
+            view.release()
+            buf.extend(bytes(len(buf)))
+            view = memoryview(buf)
+        have, eof = _fill(fd, view, leftover)
+    view.release()
+    return keys, rows.result()
+
+
+def _read_fv_buffer(data, start, name, ragged, permissive=False):
+    """Float-vector archive from a whole buffer (an mmap of a file, or bytes)."""
+    dim = _fv_dim(data, start, len(data))
+    if dim is None:
+        return _finish_generic(data, start, name, [], None, ragged, 0, permissive)
+    rows = _Rows(dim, (len(data) - start) // (12 + 4 * dim) + 1)
+    keys = []
+    stop, _ = _scan_fv_block(data, start, len(data), dim, rows, keys)
+    X = rows.result()
+    if _WS.match(data, stop).end() >= len(data):
+        return keys, X
+    return _finish_generic(data, stop, name, keys, X, ragged, 0, permissive)
+
+
+def _finish_generic(data, start, name, keys, X, ragged, base=0, permissive=False):
+    """Parse the rest of an archive record by record and append it to (keys, X)."""
+    more_keys, more_rows = [], []
+    for key, value, _ in _iter_ark(data, start, name, HOLDERS["vector"], permissive, base):
+        more_keys.append(key)
+        more_rows.append(value)
+    if X is None or X.shape[0] == 0:
+        return _stack(keys + more_keys, more_rows, streams.printable(name), ragged)
+    if not more_rows:
+        return keys, X
+    rows = list(X) + more_rows
+    return _stack(keys + more_keys, rows, streams.printable(name), ragged)
 
 
 def _stack(keys, rows, name, ragged=False):
@@ -601,19 +765,12 @@ def read_vector_table(rspecifier, ragged=False):
             return fast
         pairs = list(_iter_scp(spec.filename, HOLDERS["vector"], spec.permissive))
         return _stack([k for k, _ in pairs], [v for _, v in pairs], spec.filename, ragged)
+    if streams.classify_rxfilename(spec.filename)[0] in ("stdin", "pipe"):
+        with streams.open_input(spec.filename) as stream:
+            return _read_fv_stream(stream, spec.filename, ragged, spec.permissive)
     data, start = streams.read_all(spec.filename)
     try:
-        fast = _fixed_stride_fv(data, start, spec.filename)
-        if fast is None:
-            fast = _variable_key_fv(data, start, spec.filename)
-        if fast is not None:
-            return fast
-        keys, rows = [], []
-        for key, value, _ in _iter_ark(data, start, spec.filename, HOLDERS["vector"],
-                                       spec.permissive):
-            keys.append(key)
-            rows.append(value)
-        return _stack(keys, rows, streams.printable(spec.filename), ragged)
+        return _read_fv_buffer(data, start, spec.filename, ragged, spec.permissive)
     finally:
         if hasattr(data, "close"):
             try:
