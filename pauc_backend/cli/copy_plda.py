@@ -19,7 +19,7 @@ tool = Tool("copy-plda", USAGE)
 tool.register("smoothing", 0.0, "Factor used in smoothing within-class covariance (add this "
               "factor times between-class covar)")
 tool.register("binary", True, "Write output in binary mode")
-register_plda_options(tool)  # accepted and unused, as in Kaldi
+register_plda_options(tool, num_utts=False)  # accepted and unused, as in Kaldi
 
 
 def run(opts, args):

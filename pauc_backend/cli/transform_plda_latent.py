@@ -24,15 +24,17 @@ e.g.: transform-plda-latent --num-utts=ark:exp/enroll_num_utts.ark exp/plda ark:
 tool = Tool("transform-plda-latent", USAGE)
 
 
-def register_plda_options(target):
+def register_plda_options(target, num_utts=True):
+    """PldaConfig's options (and --num-utts, as ivector-plda-scoring registers it)."""
     target.register("normalize-length", True, "If true, do length normalization as part of "
                     "PLDA: scale so that the inner product with the PLDA model's inverse "
                     "variance (a function of how many utterances the vector was averaged over) "
                     "equals the dimension.")
     target.register("simple-length-normalization", False, "If true, replace the default length "
                     "normalization by one that makes the length equal to sqrt(dimension).")
-    target.register("num-utts", "", "Table to read the number of utterances per speaker, "
-                    "e.g. ark:num_utts.ark")
+    if num_utts:
+        target.register("num-utts", "", "Table to read the number of utterances per speaker, "
+                        "e.g. ark:num_utts.ark")
 
 
 register_plda_options(tool)

@@ -208,6 +208,31 @@ def test_latent_vectors_score_like_kaldi(golden, tmp_path):
     assert np.all(np.abs(scores - ref) <= 1e-4 * np.maximum(1.0, np.abs(ref)))
 
 
+def test_speaker_missing_from_num_utts_is_warned_and_skipped(golden, tmp_path):
+    num_utts = tmp_path / "num_utts.ark"
+    lines = (golden / "exp/enroll_num_utts.ark").read_text().splitlines(keepends=True)
+    num_utts.write_text("".join(line for line in lines if not line.startswith("ev002 ")))
+    out = tmp_path / "scores"
+    proc = run_tool("score-plda-trials", "--num-utts=ark:%s" % num_utts, "exp/plda",
+                    "ark:exp/enroll_final.ark", "ark:exp/test_final.ark", "data/trials", out,
+                    cwd=golden, check=True)
+    logged = messages(proc.stderr, "score-plda-trials")
+    assert "WARNING Number of utterances not given for speaker ev002" in logged
+    assert "LOG Read 39 training iVectors, errors on 1" in logged
+    assert logged[-1] == "LOG Processed 15600 trials, 400 had errors."
+    ref = [line for line in (golden / "scores/plda_numutts").read_text().splitlines()
+           if not line.startswith("ev002 ")]
+    (tmp_path / "ref").write_text("\n".join(ref) + "\n")
+    assert_scores_match(out, tmp_path / "ref")
+    latent = tmp_path / "latent.ark"
+    proc = run_tool("transform-plda-latent", "--num-utts=ark:%s" % num_utts, "exp/plda",
+                    "ark:exp/enroll_final.ark", "ark:%s" % latent, cwd=golden, check=True)
+    assert "WARNING Number of utterances not given for speaker ev002" in messages(
+        proc.stderr, "transform-plda-latent")
+    keys, _ = read_vector_table("ark:%s" % latent)
+    assert len(keys) == 39 and "ev002" not in keys
+
+
 # -- bad input -------------------------------------------------------------------------------
 def assert_failed_cleanly(proc, out, message):
     errors = [line for line in proc.stderr.decode().splitlines() if line.startswith("ERROR")]
