@@ -61,6 +61,12 @@ class ByteCursor:
             self.base + (self.pos if pos is None else pos)))
 
 
+def show(token, limit=40):
+    """A token from the input as text for a message (repr if it is not printable)."""
+    text = bytes(token[:limit]).decode("utf-8", errors="replace")
+    return text if text.isprintable() else repr(bytes(token[:limit]))
+
+
 def _cursor(f):
     if isinstance(f, ByteCursor):
         return f
@@ -99,7 +105,7 @@ def read_token(f, binary):
     token = match.group()
     if end >= len(cur.data):
         raise cur.error("Failed to read token %s: expected whitespace after it, got end of input"
-                        % token.decode(errors="replace"), end)
+                        % show(token), end)
     cur.pos = end + 1
     return token.decode(errors="replace")
 
@@ -145,7 +151,7 @@ def read_int32(f, binary):
     if match is None:
         token = _TOKEN.match(cur.data, cur.pos)
         raise cur.error("Failed to read int32: got %s" % (
-            token.group().decode(errors="replace") if token else "end of input"))
+            show(token.group()) if token else "end of input"))
     value = int(match.group())
     if not -2 ** 31 <= value < 2 ** 31:
         raise cur.error("Integer %d does not fit in int32" % value)
@@ -181,7 +187,7 @@ def read_float(f, binary):
         value = float(match.group())
     except (AttributeError, ValueError):
         raise cur.error("Failed to read float: got %s" % (
-            match.group().decode(errors="replace") if match else "end of input")) from None
+            show(match.group()) if match else "end of input")) from None
     cur.pos = match.end()
     return value
 
@@ -284,7 +290,7 @@ def _parse_numbers(cur, body, start, what):
                 value = float(token)
             except ValueError:
                 raise cur.error("Failed to read %s: bad number %s" % (
-                    what, token[:100].decode(errors="replace")), start) from None
+                    what, show(token)), start) from None
             if value != value or value in (float("inf"), float("-inf")):
                 warn("Reading %s value into %s." % ("NaN" if value != value else "infinite",
                                                      what))
@@ -297,7 +303,7 @@ def _parse_numbers(cur, body, start, what):
             values.append(float("nan"))
         else:
             raise cur.error("Failed to read %s: expecting numeric data, got %s" % (
-                what, token[:100].decode(errors="replace")), start)
+                what, show(token)), start)
     return np.array(values, dtype=np.float64)
 
 
@@ -313,8 +319,8 @@ def _text_open_bracket(cur, what):
         _eat_newline(cur)
         return None
     if token != b"[":
-        raise cur.error('Failed to read %s: expected "[" but got %s' % (
-            what, token[:100].decode(errors="replace")), cur.pos)
+        raise cur.error('Failed to read %s: expected "[" but got %s' % (what, show(token)),
+                        cur.pos)
     cur.pos = match.end()
     close = cur.data.find(b"]", cur.pos)
     if close < 0:

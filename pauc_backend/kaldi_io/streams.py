@@ -167,14 +167,14 @@ def run_input_pipe(command, name=None):
     try:
         proc = subprocess.Popen(command, shell=True, stdout=subprocess.PIPE)
     except OSError as err:
-        raise KaldiError("Failed to run input pipe '%s |': %s" % (command, err)) from None
+        raise KaldiError("Failed to run input pipe '%s |': %s" % (command.rstrip(), err)) from None
     try:
         data = _read_stream_fully(proc.stdout)
     finally:
         proc.stdout.close()
         code = proc.wait()
     if code != 0:
-        raise KaldiError("Input pipe '%s |' failed (%s)" % (command, _status_text(code)))
+        raise KaldiError("Input pipe '%s |' failed (%s)" % (command.rstrip(), _status_text(code)))
     return data
 
 
@@ -205,7 +205,7 @@ class _PipeInput:
         try:
             self.proc = subprocess.Popen(command, shell=True, stdout=subprocess.PIPE)
         except OSError as err:
-            raise KaldiError("Failed to run input pipe '%s |': %s" % (command, err)) from None
+            raise KaldiError("Failed to run input pipe '%s |': %s" % (command.rstrip(), err)) from None
 
     def close(self):
         """Wait for the command; KaldiError if it failed (a SIGPIPE after we stopped reading
@@ -213,7 +213,8 @@ class _PipeInput:
         self.proc.stdout.close()
         code = self.proc.wait()
         if code not in (0, -signal.SIGPIPE, 128 + signal.SIGPIPE):
-            raise KaldiError("Input pipe '%s |' failed (%s)" % (self.command, _status_text(code)))
+            raise KaldiError("Input pipe '%s |' failed (%s)" % (self.command.rstrip(),
+                                                                 _status_text(code)))
 
 
 @contextlib.contextmanager

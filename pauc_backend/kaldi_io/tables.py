@@ -25,6 +25,9 @@ _TOKEN = re.compile(rb"[^ \t\n\v\f\r]+")
 _BLANKS = re.compile(rb"[ \t\v\f\r]*")
 _IS_WS = np.zeros(256, dtype=bool)
 _IS_WS[list(b" \t\n\v\f\r")] = True
+_NOT_KEY = np.zeros(256, dtype=bool)  # bytes never in a key: whitespace and ASCII controls
+_NOT_KEY[list(range(32)) + [127]] = True
+_CONTROL = re.compile(rb"[\x00-\x1f\x7f]")
 _FV_HEADER = b"\0BFV \x04"
 _STREAM_RESERVE = 1 << 31  # bytes of address space reserved for rows read from a pipe/stdin
 
@@ -211,6 +214,11 @@ def _iter_ark(data, start, name, holder, permissive=False, base=0):
             match = _TOKEN.match(data, key_pos)
             key = _decode(match.group(), cur, key_pos)
             cur.pos = match.end()
+            control = _CONTROL.search(match.group())
+            if control:
+                raise KaldiError("Invalid archive: the key %r at byte %d of %s contains a "
+                                 "control character (binary data where a key was expected?)"
+                                 % (key[:40], cur.base + key_pos, streams.printable(name)))
             cur.key = key
             sep = data[cur.pos:cur.pos + 1]
             if sep in (b" ", b"\t"):
@@ -299,9 +307,13 @@ def _fv_dim(data, pos, end):
 
 
 def _decode_keys(blobs):
-    """Keys (bytes) to str in one decode; None if some key is not UTF-8 (the slow path reports)."""
+    """Keys (bytes) to str in one decode; None if a key is not UTF-8 or has a control
+    character (the record-by-record parser then reports it)."""
+    joined = b"\n".join(blobs)
+    if _CONTROL.search(joined.replace(b"\n", b"")):
+        return None
     try:
-        text = b"\n".join(blobs).decode("utf-8")
+        text = joined.decode("utf-8")
     except UnicodeDecodeError:
         return None
     return text.split("\n") if blobs else []
@@ -349,7 +361,7 @@ def _scan_fv_block(data, start, end, dim, rows, keys):
             recs = np.frombuffer(data, np.uint8, count * stride, pos).reshape(count, stride)
             good = (recs[:, key_len + 1:key_len + 11] == expected).all(axis=1)
             good &= recs[:, key_len] == 32
-            good &= ~_IS_WS[recs[:, :key_len]].any(axis=1)
+            good &= ~_NOT_KEY[recs[:, :key_len]].any(axis=1)
             bad = np.flatnonzero(~good)
             run = int(bad[0]) if bad.size else count
             raw = recs[:run, :key_len].tobytes()
