@@ -101,8 +101,25 @@ class _PPAMetric:
         self.random_state = random_state
         self.callback = callback
 
+    _PARAMS = ("alpha", "beta", "delta", "gamma", "mu", "eta", "batch_size", "num_iters",
+               "scale", "average", "validation_fraction", "eval_every", "patience", "refit",
+               "criterion", "max_validation_vectors", "random_state", "callback")
+
+    def get_params(self, deep=True):
+        """Constructor arguments (scikit-learn convention)."""
+        return {name: getattr(self, name) for name in self._PARAMS}
+
+    def set_params(self, **params):
+        """Set constructor arguments; returns self (scikit-learn convention)."""
+        for name, value in params.items():
+            if name not in self._PARAMS:
+                raise ValueError("unknown parameter %r" % name)
+            setattr(self, name, value)
+        return self
+
     # -- checks ------------------------------------------------------------------------------
-    def _check_params(self):
+    def check_params(self):
+        """ValueError naming the first bad hyper-parameter."""
         if not 0.0 <= self.alpha < self.beta <= 1.0:
             raise ValueError("need 0 <= alpha < beta <= 1 (got alpha=%g, beta=%g)"
                              % (self.alpha, self.beta))
@@ -192,7 +209,7 @@ class _PPAMetric:
 
     def fit(self, X, y):
         """Learn M from vectors X (n x d) with speaker labels y (Alg. 1); returns self."""
-        self._check_params()
+        self.check_params()
         X = self._check_data(X, y)
         y = np.asarray(y)
         labels, groups, skipped = group_by_speaker(y)

@@ -1,0 +1,81 @@
+"""score-pauc-trials: score trials with a learned Mahalanobis metric, score = -S (eq. 1)."""
+
+import numpy as np
+
+from pauc_backend.cli.kaldi_cli import Tool
+from pauc_backend.cli.trial_scoring import index_keys, score_trial_list
+from pauc_backend.errors import KaldiError
+from pauc_backend.kaldi_io import read_matrix, read_vector_table
+from pauc_backend.models.metric_learning import metric_factor
+
+USAGE = """
+Scores trials with the metric M of train-pauc-metric: score = -(x1-x2)^T M (x1-x2), so a
+higher score means the same speaker and compute-eer works unchanged. Every vector is
+projected once by A (A^T A = M). The trials file has lines <key1> <key2> [<target|nontarget>];
+a trial with an unknown key is skipped with a warning. The arguments are those of
+ivector-plda-scoring; enrollment vectors are speaker averages in the metric's input space.
+
+Usage: score-pauc-trials [options] <metric> <enroll-vector-rspecifier> <test-vector-rspecifier> <trials-rxfilename> <scores-wxfilename>
+e.g.: score-pauc-trials exp/metric ark:exp/enroll_latent.ark ark:exp/test_latent.ark data/trials scores/pauc
+"""
+
+tool = Tool("score-pauc-trials", USAGE)
+tool.register("num-utts", "", "Accepted for symmetry with score-plda-trials and ignored: the "
+              "number of utterances enters through transform-plda-latent --num-utts")
+
+SUB_CHUNK = 1 << 16
+
+
+def read_projected(rspecifier, A, what):
+    keys, X = read_vector_table(rspecifier)
+    index_keys(keys, "Duplicate " + what + " vector found for %s")
+    if not len(keys):
+        raise KaldiError("No %s vectors in %s" % (what, rspecifier))
+    if X.shape[1] != A.shape[1]:
+        raise KaldiError("Vectors in %s have dimension %d but the metric has dimension %d"
+                         % (rspecifier, X.shape[1], A.shape[1]))
+    if not np.all(np.isfinite(X)):
+        row = int(np.flatnonzero(~np.all(np.isfinite(X), axis=1))[0])
+        raise KaldiError("Vector %s in %s contains NaN or Inf" % (keys[row], rspecifier))
+    Y = X.astype(np.float64) @ A.T
+    return keys, Y
+
+
+def run(opts, args):
+    metric_rx, enroll_rspecifier, test_rspecifier, trials_rx, scores_wx = args
+    log = tool.log
+    M = np.asarray(read_matrix(metric_rx), dtype=np.float64)
+    if M.ndim != 2 or M.shape[0] != M.shape[1] or not M.size:
+        raise KaldiError("Metric in %s must be a square matrix, got %s" % (metric_rx, M.shape))
+    if not np.all(np.isfinite(M)) or not np.allclose(M, M.T, rtol=1e-5, atol=1e-8):
+        raise KaldiError("Metric in %s is not a finite symmetric matrix" % metric_rx)
+    A, w, _ = metric_factor(M)
+    if np.linalg.eigvalsh(0.5 * (M + M.T)).min() < -1e-6 * max(1.0, w.max()):
+        log.warning("Metric in %s is not positive semi-definite; negative eigenvalues "
+                    "clipped to 0" % metric_rx)
+    enroll_keys, Ye = read_projected(enroll_rspecifier, A, "enrollment")
+    log.log("Read %d enrollment vectors" % len(enroll_keys))
+    test_keys, Yt = read_projected(test_rspecifier, A, "test")
+    log.log("Read %d test vectors" % len(test_keys))
+    qe = np.einsum("ij,ij->i", Ye, Ye)
+    qt = np.einsum("ij,ij->i", Yt, Yt)
+    # A dense enrollment x test Gram matrix when it is small, else row-wise dot products.
+    gram = Ye @ Yt.T if Ye.shape[0] * Yt.shape[0] <= (1 << 24) else None
+
+    def score_fn(enroll_rows, test_rows):
+        if gram is not None:
+            dot = gram[enroll_rows, test_rows]
+        else:
+            dot = np.empty(enroll_rows.size)
+            for start in range(0, enroll_rows.size, SUB_CHUNK):
+                e = enroll_rows[start:start + SUB_CHUNK]
+                t = test_rows[start:start + SUB_CHUNK]
+                dot[start:start + SUB_CHUNK] = np.einsum("ij,ij->i", Ye[e], Yt[t])
+        return -np.maximum(qe[enroll_rows] + qt[test_rows] - 2.0 * dot, 0.0)
+
+    num_done = score_trial_list(log, trials_rx, scores_wx, enroll_keys, test_keys, score_fn)
+    return 0 if num_done else 1
+
+
+def main(argv=None):
+    return tool.main(run, argv, num_args=5)
