@@ -23,6 +23,17 @@ def dot_scores(E, T):
     return np.matmul(E[:, None, :], T[:, :, None])[:, 0, 0]
 
 
+def indexed_dot_scores(E, T, e_rows, t_rows, block=1 << 16):
+    """``dot_scores(E[e_rows], T[t_rows])`` without the full (n, D) gathers: works in blocks of
+    ``block`` trials, which keeps memory small and the gathers in cache."""
+    e_rows, t_rows = np.asarray(e_rows), np.asarray(t_rows)
+    scores = np.empty(e_rows.shape[0], dtype=np.float32)
+    for start in range(0, e_rows.shape[0], block):
+        stop = start + block
+        scores[start:stop] = dot_scores(E[e_rows[start:stop]], T[t_rows[start:stop]])
+    return scores
+
+
 def cosine_scores(E, T, normalize=False):
     """Scores of paired rows: dot products, or cosine similarities if ``normalize``.
 

@@ -7,7 +7,6 @@ to Kaldi's (whose own QR picks it arbitrarily); projections then differ only in 
 """
 
 import numpy as np
-import scipy.sparse
 
 from pauc_backend.models.preprocessing import apply_affine, nonfinite_rows
 
@@ -56,12 +55,6 @@ class LDA:
         factor = float(np.float32(self.total_covariance_factor))
         floor_rel = float(np.float32(self.covariance_floor))
 
-        # ComputeAndSubtractMean: mean += (1/N) x in double, stored as float; x -= mean in float.
-        X64 = X.astype(np.float64)
-        self.mean_ = np.add.reduce(X64 * (1.0 / num_utts), axis=0).astype(np.float32)
-        Xc = (X - self.mean_).astype(np.float64)
-        del X64
-
         _, speaker_of = np.unique(y, return_inverse=True)
         speaker_of = speaker_of.reshape(-1)
         num_spk = int(speaker_of.max()) + 1
@@ -74,14 +67,8 @@ class LDA:
             raise ValueError("Too little data for iVector dimension: %d utterances but "
                              "dimension %d (need at least as many utterances as dimensions)"
                              % (num_utts, dim_in))
-
-        # CovarianceStats::AccStats, summed over speakers (sum x x^T, sum n_s xbar xbar^T).
-        membership = scipy.sparse.csr_matrix(
-            (np.ones(num_utts), (speaker_of, np.arange(num_utts))), shape=(num_spk, num_utts))
-        spk_sums = np.asarray(membership @ Xc)
-        spk_counts = np.bincount(speaker_of, minlength=num_spk).astype(np.float64)
-        tot = Xc.T @ Xc
-        btw = (spk_sums / spk_counts[:, None]).T @ spk_sums
+        self.mean_ = _scaled_sum(X, 1.0 / num_utts).astype(np.float32)
+        tot, btw = _scatter_matrices(X, self.mean_, speaker_of, num_spk)
         total_covar = tot * (1.0 / num_utts)
         within_covar = (tot - btw) * (1.0 / num_utts)
         to_normalize = factor * total_covar + (1.0 - factor) * within_covar
@@ -114,3 +101,44 @@ def _sorted_eigh(matrix):
     matrix = 0.5 * (matrix + matrix.T)
     values, vectors = np.linalg.eigh(matrix)
     return values[::-1].copy(), vectors[:, ::-1].copy()
+
+
+_CHUNK_ROWS = 16384
+
+
+def _scaled_sum(X, scale):
+    """``sum_i scale * x_i`` in double, accumulated in row order (ComputeAndSubtractMean)."""
+    buffer = np.zeros((min(_CHUNK_ROWS, X.shape[0]) + 1, X.shape[1]))
+    for start in range(0, X.shape[0], _CHUNK_ROWS):
+        chunk = X[start:start + _CHUNK_ROWS]
+        np.multiply(chunk, scale, out=buffer[1:chunk.shape[0] + 1], dtype=np.float64)
+        # Row 0 carries the running total, so the reduction stays strictly sequential.
+        buffer[0] = np.add.reduce(buffer[:chunk.shape[0] + 1], axis=0)
+    return buffer[0].copy()
+
+
+def _scatter_matrices(X, mean, speaker_of, num_spk):
+    """``(sum x x^T, sum_s n_s xbar_s xbar_s^T)`` of ``x = X - mean`` (float32 difference, then
+    double), as CovarianceStats::AccStats sums them over speakers.
+
+    Rows are grouped by speaker and processed in chunks of whole speakers, so each speaker's
+    sum is one ``reduceat`` and no (n, D) double copy of the data is ever held.
+    """
+    order = np.argsort(speaker_of, kind="stable")
+    counts = np.bincount(speaker_of, minlength=num_spk)
+    starts = np.concatenate([[0], np.cumsum(counts)])
+    cuts = np.unique(np.concatenate([
+        starts[np.searchsorted(starts, np.arange(0, X.shape[0], _CHUNK_ROWS))], [X.shape[0]]]))
+    dim = X.shape[1]
+    tot = np.zeros((dim, dim))
+    spk_sums = np.empty((num_spk, dim))
+    first_spk = 0
+    for begin, end in zip(cuts[:-1], cuts[1:]):
+        chunk = (X[order[begin:end]] - mean).astype(np.float64)
+        tot += chunk.T @ chunk
+        last_spk = int(np.searchsorted(starts, end)) - 1
+        spk_sums[first_spk:last_spk + 1] = np.add.reduceat(
+            chunk, starts[first_spk:last_spk + 1] - begin, axis=0)
+        first_spk = last_spk + 1
+    btw = (spk_sums / counts[:, None]).T @ spk_sums
+    return tot, btw
