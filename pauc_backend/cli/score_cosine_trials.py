@@ -1,0 +1,58 @@
+"""score-cosine-trials: dot-product (or cosine) scores for trials (twin of
+ivector-compute-dot-products)."""
+
+from pauc_backend.cli.kaldi_cli import Tool
+from pauc_backend.cli.trial_scoring import index_keys, score_trial_list
+from pauc_backend.errors import KaldiError
+from pauc_backend.kaldi_io import read_vector_table
+from pauc_backend.models.cosine import indexed_dot_scores
+from pauc_backend.models.preprocessing import nonfinite_rows, normalize_length
+
+USAGE = """
+Computes dot-products between vectors (as ivector-compute-dot-products); with
+length-normalized vectors (as the recipes use) this is cosine scoring.
+The trials file has lines <key1> <key2> [<target|nontarget>] and the output has
+lines <key1> <key2> <score>; a trial with an unknown key is skipped with a warning.
+With --normalize=true each vector is first divided by its norm, so the score is the
+cosine similarity; the default (false) keeps Kaldi's plain dot product.
+
+Usage: score-cosine-trials [options] <trials-in> <vector1-rspecifier> <vector2-rspecifier> <scores-out>
+e.g.: score-cosine-trials data/trials ark:exp/enroll_final.ark ark:exp/test_final.ark scores/cosine
+"""
+
+tool = Tool("score-cosine-trials", USAGE)
+tool.register("normalize", False, "If true, divide each vector by its norm first, so the score "
+              "is the cosine similarity; if false, the plain dot product (as Kaldi)")
+
+
+def read_table(rspecifier, normalize):
+    keys, X = read_vector_table(rspecifier)
+    bad = nonfinite_rows(X)
+    if bad.size:
+        raise KaldiError("Vector for key %s in %s contains NaN or infinity"
+                         % (keys[bad[0]], rspecifier))
+    if normalize:
+        X = normalize_length(X, scaleup=False)[0]
+    return index_keys(keys, "Duplicate key %%s in %s" % rspecifier.replace("%", "%%")), X
+
+
+def run(opts, args):
+    trials_rxfilename, rspecifier1, rspecifier2, scores_wxfilename = args
+    keys1, X1 = read_table(rspecifier1, opts.normalize)
+    keys2, X2 = read_table(rspecifier2, opts.normalize)
+    if keys1 and keys2 and X1.shape[1] != X2.shape[1]:
+        raise KaldiError("Dimension mismatch: vectors in %s have dimension %d but vectors in "
+                         "%s have dimension %d" % (rspecifier1, X1.shape[1], rspecifier2,
+                                                   X2.shape[1]))
+
+    def score_fn(rows1, rows2):
+        return indexed_dot_scores(X1, X2, rows1, rows2)
+
+    num_done = score_trial_list(tool.log, trials_rxfilename, scores_wxfilename, keys1, keys2,
+                                score_fn, enroll_name="1st table of",
+                                test_name="2nd table of")
+    return 0 if num_done else 1
+
+
+def main(argv=None):
+    return tool.main(run, argv, num_args=4)
