@@ -54,32 +54,89 @@ def read_calibration(rx):
     return cls.from_params(weights, offset, prior=prior)
 
 
-def pair_codes(key1s, key2s):
-    """One int64 code per (key1, key2) pair, comparable across the given lists of arrays."""
+class _HashCollision(Exception):
+    """Two different key pairs share a hash: redo the join with exact codes."""
+
+
+def _string_hash(strings, salt):
+    """A 64-bit linear hash of each string (a random odd weight per UCS-4 code point)."""
+    strings = np.ascontiguousarray(strings, dtype=np.str_)
+    width = strings.dtype.itemsize // 4
+    chars = strings.view(np.uint32).reshape(strings.size, width)
+    weights = np.random.default_rng(salt).integers(0, 1 << 62, width, dtype=np.uint64) * 2 + 1
+    hashes = np.zeros(strings.size, dtype=np.uint64)
+    step = max(1, (1 << 24) // max(width, 1))
+    for begin in range(0, strings.size if width else 0, step):
+        hashes[begin:begin + step] = chars[begin:begin + step].astype(np.uint64) @ weights
+    return hashes
+
+
+def pair_codes(key1s, key2s, exact=False):
+    """One int64 code per (key1, key2) pair, for each array of the lists (same pair, same code).
+
+    By default a 64-bit hash of the pair (different pairs may collide: callers verify the rows
+    they match); ``exact=True`` gives collision-free codes from np.unique of each column.
+    """
     sizes = np.cumsum([len(k) for k in key1s])[:-1]
-    _, code1 = np.unique(np.concatenate(key1s), return_inverse=True)
-    uniq2, code2 = np.unique(np.concatenate(key2s), return_inverse=True)
-    codes = code1.astype(np.int64).ravel() * max(len(uniq2), 1) + code2.ravel()
+    key1, key2 = np.concatenate(key1s), np.concatenate(key2s)
+    if exact:
+        _, code1 = np.unique(key1, return_inverse=True)
+        uniq2, code2 = np.unique(key2, return_inverse=True)
+        codes = code1.astype(np.int64).ravel() * max(len(uniq2), 1) + code2.ravel()
+    else:
+        codes = (_string_hash(key1, 1) + _string_hash(key2, 2)).view(np.int64)
     return np.split(codes, sizes)
 
 
-def check_unique(codes, key1, key2, what):
-    """KaldiError naming the first repeated pair, if any."""
+def _sort_unique(codes, key1, key2, what):
+    """(order, sorted codes); KaldiError on the first line repeating a pair, _HashCollision if
+    equal codes hold different pairs."""
     order = np.argsort(codes, kind="stable")
-    repeated = np.flatnonzero(codes[order][1:] == codes[order][:-1])
-    if repeated.size:
-        row = order[repeated[0] + 1]
+    sorted_codes = codes[order]
+    same = np.flatnonzero(sorted_codes[1:] == sorted_codes[:-1])
+    if same.size:
+        first, again = order[same], order[same + 1]
+        if not (np.array_equal(key1[first], key1[again])
+                and np.array_equal(key2[first], key2[again])):
+            raise _HashCollision()
+        row = again.min()
         raise KaldiError("Duplicate key pair '%s %s' in %s" % (key1[row], key2[row], what))
+    return order, sorted_codes
 
 
-def locate(codes, wanted):
-    """Row of each ``wanted`` code in ``codes`` (unique), or -1."""
-    if len(codes) == 0:
-        return np.full(len(wanted), -1, dtype=np.int64)
-    order = np.argsort(codes)
-    pos = np.minimum(np.searchsorted(codes, wanted, sorter=order), len(codes) - 1)
-    rows = order[pos]
-    return np.where(codes[rows] == wanted, rows, -1)
+def _join(base_name, base_key1, base_key2, tables, exact):
+    codes = pair_codes([base_key1] + [t[1] for t in tables],
+                       [base_key2] + [t[2] for t in tables], exact)
+    base_order, base_sorted = _sort_unique(codes[0], base_key1, base_key2, base_name)
+    columns, warnings = [], []
+    for (rx, key1, key2, scores), file_codes in zip(tables, codes[1:]):
+        order, sorted_codes = _sort_unique(file_codes, key1, key2, rx)
+        bad = np.flatnonzero(~np.isfinite(scores))
+        if bad.size:
+            raise KaldiError("Score of '%s %s' in %s is not finite (%s)"
+                             % (key1[bad[0]], key2[bad[0]], rx, scores[bad[0]]))
+        # Sorted queries into sorted codes: a cache-friendly merge.
+        pos = np.empty(len(base_order), dtype=np.intp)
+        pos[base_order] = np.searchsorted(sorted_codes, base_sorted)
+        np.minimum(pos, max(len(order) - 1, 0), out=pos)
+        found = (sorted_codes[pos] == codes[0]) if len(order) else np.zeros(len(pos), bool)
+        rows = np.where(found, order[pos] if len(order) else 0, -1)
+        if not (exact or (np.array_equal(key1[rows[found]], base_key1[found])
+                          and np.array_equal(key2[rows[found]], base_key2[found]))):
+            raise _HashCollision()
+        used = np.zeros(len(key1), dtype=bool)
+        used[rows[found]] = True
+        extra = np.flatnonzero(~used)
+        if extra.size:
+            warnings.append("%d scores in %s have no trial in %s (e.g. '%s %s'); ignoring them."
+                            % (extra.size, rx, base_name, key1[extra[0]], key2[extra[0]]))
+        missing = np.flatnonzero(~found)
+        if missing.size:
+            warnings.append("%d of %d trials in %s have no score in %s (e.g. '%s %s'); leaving "
+                            "them out." % (missing.size, len(rows), base_name, rx,
+                                           base_key1[missing[0]], base_key2[missing[0]]))
+        columns.append(np.where(found, scores[np.maximum(rows, 0)], np.nan))
+    return columns, warnings
 
 
 def read_score_files(score_rxs):
@@ -100,26 +157,13 @@ def join_by_key(log, base_name, base_key1, base_key2, tables):
     give one WARNING per file; base pairs missing from some file are dropped with a WARNING.
     Returns (rows of the base that were kept, scores of those rows).
     """
-    codes = pair_codes([base_key1] + [t[1] for t in tables], [base_key2] + [t[2] for t in tables])
-    check_unique(codes[0], base_key1, base_key2, base_name)
-    columns = []
-    for (rx, key1, key2, scores), file_codes in zip(tables, codes[1:]):
-        check_unique(file_codes, key1, key2, rx)
-        bad = np.flatnonzero(~np.isfinite(scores))
-        if bad.size:
-            raise KaldiError("Score of '%s %s' in %s is not finite (%s)"
-                             % (key1[bad[0]], key2[bad[0]], rx, scores[bad[0]]))
-        rows = locate(file_codes, codes[0])
-        extra = np.flatnonzero(~np.isin(file_codes, codes[0]))
-        if extra.size:
-            log.warning("%d scores in %s have no trial in %s (e.g. '%s %s'); ignoring them."
-                        % (extra.size, rx, base_name, key1[extra[0]], key2[extra[0]]))
-        missing = np.flatnonzero(rows < 0)
-        if missing.size:
-            log.warning("%d of %d trials in %s have no score in %s (e.g. '%s %s'); leaving "
-                        "them out." % (missing.size, len(rows), base_name, rx,
-                                       base_key1[missing[0]], base_key2[missing[0]]))
-        columns.append(np.where(rows >= 0, scores[np.maximum(rows, 0)], np.nan))
+    base_key1, base_key2 = np.asarray(base_key1), np.asarray(base_key2)
+    try:
+        columns, warnings = _join(base_name, base_key1, base_key2, tables, exact=False)
+    except _HashCollision:
+        columns, warnings = _join(base_name, base_key1, base_key2, tables, exact=True)
+    for message in warnings:
+        log.warning(message)
     stacked = np.column_stack(columns)
     kept = np.flatnonzero(~np.isnan(stacked).any(axis=1))
     return kept, stacked[kept]

@@ -263,3 +263,36 @@ def test_etri_calibration_trained_on_half_the_speakers_helps_the_other_half(etri
     tar, non = llr[held_out & labels], llr[held_out & ~labels]
     raw_tar, raw_non = scores[held_out & labels], scores[held_out & ~labels]
     assert min_cllr(raw_tar, raw_non) <= cllr(tar, non) < 0.5 * cllr(raw_tar, raw_non)
+
+
+class _Log:
+    def __init__(self):
+        self.warnings = []
+
+    def warning(self, message):
+        self.warnings.append(message)
+
+
+@pytest.mark.parametrize("collide", [False, True])
+def test_key_join_is_exact_even_when_every_hash_collides(monkeypatch, collide):
+    from pauc_backend.cli import calibration_io
+    if collide:
+        monkeypatch.setattr(calibration_io, "_string_hash",
+                            lambda strings, salt: np.zeros(len(strings), dtype=np.uint64))
+    rng = np.random.default_rng(3)
+    key1, key2, _ = make_trials(rng, n_enroll=5, n_test=40)
+    key2 = np.char.add(key2, "\u00e9")  # non-ASCII keys join too
+    scores = rng.normal(size=key1.size)
+    order = rng.permutation(key1.size)[20:]
+    table = ("s", np.append(key1[order], "x"), np.append(key2[order], "y"),
+             np.append(scores[order], 0.0))
+    log = _Log()
+    rows, joined = calibration_io.join_by_key(log, "trials", key1, key2, [table])
+    assert np.array_equal(np.sort(rows), np.sort(order))
+    assert np.array_equal(joined[:, 0], scores[rows])
+    assert log.warnings[0].startswith("1 scores in s have no trial in trials (e.g. 'x y')")
+    assert log.warnings[1].startswith("20 of 200 trials in trials have no score in s")
+    duplicated = ("s", np.append(key1, key1[7]), np.append(key2, key2[7]),
+                  np.append(scores, 1.0))
+    with pytest.raises(Exception, match="Duplicate key pair '%s %s' in s" % (key1[7], key2[7])):
+        calibration_io.join_by_key(log, "trials", key1, key2, [duplicated])
