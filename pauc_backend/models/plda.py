@@ -7,7 +7,6 @@ is matrix arithmetic over the distinct enrollment and test vectors.
 """
 
 import numpy as np
-from scipy import sparse
 
 _LOG_2PI = np.log(2.0 * np.pi)
 
@@ -133,6 +132,8 @@ class PLDA:
         counts = np.bincount(label_index)
         if np.all(counts == 1):
             raise ValueError("No speakers with multiple utterances, unable to estimate PLDA.")
+        from scipy import sparse  # imported here: the scoring tools never need it
+
         num_classes = counts.shape[0]
         membership = sparse.csr_matrix((np.ones(num_examples), (label_index,
                                         np.arange(num_examples))), shape=(num_classes,
