@@ -2,8 +2,10 @@
 
 The model maps a vector x to u = transform_ (x - mean_), a space where the within-class
 covariance is I and the between-class covariance is diag(psi_). Everything is vectorised:
-the EM groups speakers of equal size n (its gain matrices depend only on n), and trial scoring
-is matrix arithmetic over the distinct enrollment and test vectors.
+each EM iteration works in the basis that diagonalises the current W and B, where Kaldi's
+per-speaker gain matrices (which depend only on the speaker's count n) are diagonal, so all
+speakers are summed in a few matrix products; trial scoring is matrix arithmetic over the
+enrollment and test vectors, never a loop over trials.
 """
 
 import numpy as np
