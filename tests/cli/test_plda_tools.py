@@ -49,6 +49,13 @@ def assert_plda_close(ours, ref, transform_rtol=1e-5, atol=1e-6):
                                atol=transform_rtol * np.abs(ref_transform).max())
 
 
+def assert_same_digits_up_to_sign(ours_path, ref_path):
+    """Text models equal digit for digit, except the sign of each transform row."""
+    ours, ref = ours_path.read_text().split(), ref_path.read_text().split()
+    assert len(ours) == len(ref)
+    assert [t.lstrip("-") for t in ours] == [t.lstrip("-") for t in ref]
+
+
 def read_scores(path):
     rows = [line.split() for line in path.read_text().splitlines()]
     return [(r[0], r[1]) for r in rows], np.array([float(r[2]) for r in rows])
@@ -77,6 +84,7 @@ def test_train_plda_text_output_matches_kaldi_text_model(golden, tmp_path):
              "ark:exp/train_lda_norm.ark", out, cwd=golden, check=True)
     assert out.read_bytes().startswith(b"<Plda>  [ ")
     assert_plda_close(read_plda(str(out)), read_plda(str(golden / "exp/plda_direct.txt")))
+    assert_same_digits_up_to_sign(out, golden / "exp/plda_direct.txt")
 
 
 def test_copy_plda_binary_and_text_copies_are_byte_identical(golden, tmp_path):
@@ -95,6 +103,7 @@ def test_copy_plda_smoothing_reproduces_kaldi(golden, tmp_path):
     proc = run_tool("copy-plda", "--smoothing=0.1", "--binary=false", "exp/plda", out,
                     cwd=golden, check=True)
     assert_plda_close(read_plda(str(out)), read_plda(str(golden / "exp/plda_smooth0.1.txt")))
+    assert out.read_bytes() == (golden / "exp/plda_smooth0.1.txt").read_bytes()
     assert messages(proc.stderr, "copy-plda") == kaldi_log(
         golden, "ivector_copy_plda_smooth0.1.log", "ivector-copy-plda")
 
@@ -113,6 +122,7 @@ def test_adapt_plda_defaults_reproduce_kaldi(golden, tmp_path):
     proc = run_tool("adapt-plda", "--binary=false", "exp/plda", "ark:exp/adapt_final.ark", out,
                     cwd=golden, check=True)
     assert_plda_close(read_plda(str(out)), read_plda(str(golden / "exp/plda_adapt_defaults.txt")))
+    assert_same_digits_up_to_sign(out, golden / "exp/plda_adapt_defaults.txt")
     assert messages(proc.stderr, "adapt-plda") == kaldi_log(
         golden, "ivector_adapt_plda_defaults.log", "ivector-adapt-plda")
 
