@@ -1,12 +1,18 @@
 """train-lda: estimate an LDA transform for speaker vectors (twin of ivector-compute-lda)."""
 
-import numpy as np
+import os
 
-from pauc_backend.cli.kaldi_cli import Tool, format_float, format_vector
-from pauc_backend.errors import KaldiError
-from pauc_backend.kaldi_io import read_token_table, read_vector_table, write_matrix
-from pauc_backend.models.lda import LDA
-from pauc_backend.models.preprocessing import nonfinite_rows, vector_norms
+# Spin-waiting BLAS threads are many times slower than one thread whenever the two cores are
+# shared (pipes of tools, parallel jobs); Kaldi's own OpenBLAS build is single-threaded too.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402  (after the BLAS setting, which numpy reads on import)
+
+from pauc_backend.cli.kaldi_cli import Tool, format_float, format_vector  # noqa: E402
+from pauc_backend.errors import KaldiError  # noqa: E402
+from pauc_backend.kaldi_io import read_token_table, read_vector_table, write_matrix  # noqa: E402
+from pauc_backend.models.lda import LDA  # noqa: E402
+from pauc_backend.models.preprocessing import nonfinite_rows, vector_norms  # noqa: E402
 
 USAGE = """
 Compute an LDA matrix for speaker vectors (as ivector-compute-lda).  Reads in vectors
@@ -32,6 +38,29 @@ tool.register("covariance-floor", 1.0e-06, "Floor the eigenvalues of the interpo
 tool.register("binary", True, "Write output in binary mode")
 
 
+def select_utterances(log, keys, utt2spk):
+    """Rows kept by ivector-compute-lda, in its std::map (sorted key) order, and their speakers.
+
+    A repeated utterance (after the first) or one missing from utt2spk is skipped with Kaldi's
+    warning. Sorted, duplicate-free input (the usual case) gives ``rows=None``: all, in order.
+    """
+    speakers = list(map(utt2spk.get, keys))
+    in_order = all(a < b for a, b in zip(keys, keys[1:]))
+    if in_order and None not in speakers:
+        return None, speakers
+    first = {}
+    for row, utt in enumerate(keys):
+        if utt in first:
+            log.warning("Duplicate iVector found for utterance %s, ignoring it." % utt)
+        elif speakers[row] is None:
+            log.warning("utt2spk has no entry for utterance %s, skipping it." % utt)
+            first[utt] = -1
+        else:
+            first[utt] = row
+    rows = [row for _, row in sorted(first.items()) if row >= 0]
+    return rows, [speakers[row] for row in rows]
+
+
 def run(opts, args):
     vector_rspecifier, utt2spk_rspecifier, lda_wxfilename = args
     log = tool.log
@@ -39,30 +68,22 @@ def run(opts, args):
         raise KaldiError("--covariance-floor must be >= 0, got %s" % opts.covariance_floor)
     keys, X = read_vector_table(vector_rspecifier)
     utt2spk = read_token_table(utt2spk_rspecifier)
-    first = {}
-    for row, utt in enumerate(keys):
-        if utt in first:
-            log.warning("Duplicate iVector found for utterance %s, ignoring it." % utt)
-        elif utt not in utt2spk:
-            log.warning("utt2spk has no entry for utterance %s, skipping it." % utt)
-            first[utt] = -1
-        else:
-            first[utt] = row
-    # ivector-compute-lda keeps the vectors in a std::map: sorted by utterance key.
-    rows = np.array([row for _, row in sorted(first.items()) if row >= 0], dtype=np.intp)
-    num_err = len(keys) - rows.size
-    log.log("Read %d utterances, %d with errors." % (rows.size, num_err))
-    if not rows.size:
+    rows, speakers = select_utterances(log, keys, utt2spk)
+    log.log("Read %d utterances, %d with errors." % (len(speakers), len(keys) - len(speakers)))
+    if not speakers:
         raise KaldiError("Did not read any utterances from %s." % vector_rspecifier)
     log.log("Computing within-class covariance.")
-    X = X[rows]
+    if rows is not None:
+        X, keys = X[rows], [keys[row] for row in rows]
     bad = nonfinite_rows(X)
     if bad.size:
         raise KaldiError("Vector for utterance %s in %s contains NaN or infinity"
-                         % (keys[rows[bad[0]]], vector_rspecifier))
-    speakers = [utt2spk[keys[row]] for row in rows.tolist()]
+                         % (keys[bad[0]], vector_rspecifier))
+    speaker_index = {}
+    labels = np.fromiter((speaker_index.setdefault(spk, len(speaker_index)) for spk in speakers),
+                         dtype=np.intp, count=len(speakers))
     lda = LDA(dim=opts.dim, total_covariance_factor=opts.total_covariance_factor,
-              covariance_floor=opts.covariance_floor).fit(X, np.array(speakers))
+              covariance_floor=opts.covariance_floor).fit(X, labels)
     log.log("2-norm of iVector mean is %s" % format_float(vector_norms(lda.mean_[None])[0]))
     log.log("Stats have %d speakers, %d utterances. " % (lda.num_speakers_, lda.num_utts_))
     if lda.num_floored_:

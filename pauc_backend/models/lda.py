@@ -8,7 +8,7 @@ to Kaldi's (whose own QR picks it arbitrarily); projections then differ only in 
 
 import numpy as np
 
-from pauc_backend.models.preprocessing import apply_affine, nonfinite_rows
+from pauc_backend.models.preprocessing import apply_affine, nonfinite_rows, vector_sum
 
 
 class LDA:
@@ -67,7 +67,7 @@ class LDA:
             raise ValueError("Too little data for iVector dimension: %d utterances but "
                              "dimension %d (need at least as many utterances as dimensions)"
                              % (num_utts, dim_in))
-        self.mean_ = _scaled_sum(X, 1.0 / num_utts).astype(np.float32)
+        self.mean_ = vector_sum(X, 1.0 / num_utts).astype(np.float32)
         tot, btw = _scatter_matrices(X, self.mean_, speaker_of, num_spk)
         total_covar = tot * (1.0 / num_utts)
         within_covar = (tot - btw) * (1.0 / num_utts)
@@ -104,17 +104,6 @@ def _sorted_eigh(matrix):
 
 
 _CHUNK_ROWS = 16384
-
-
-def _scaled_sum(X, scale):
-    """``sum_i scale * x_i`` in double, accumulated in row order (ComputeAndSubtractMean)."""
-    buffer = np.zeros((min(_CHUNK_ROWS, X.shape[0]) + 1, X.shape[1]))
-    for start in range(0, X.shape[0], _CHUNK_ROWS):
-        chunk = X[start:start + _CHUNK_ROWS]
-        np.multiply(chunk, scale, out=buffer[1:chunk.shape[0] + 1], dtype=np.float64)
-        # Row 0 carries the running total, so the reduction stays strictly sequential.
-        buffer[0] = np.add.reduce(buffer[:chunk.shape[0] + 1], axis=0)
-    return buffer[0].copy()
 
 
 def _scatter_matrices(X, mean, speaker_of, num_spk):

@@ -31,12 +31,27 @@ def nonfinite_rows(X):
     return np.flatnonzero(~np.isfinite(X).all(axis=1))
 
 
-def vector_sum(X):
-    """Sequential float64 sum of the rows, like ``Vector<double>::AddVec(1.0, x)`` per vector."""
-    X = _as_matrix(X).astype(np.float64)
-    if X.shape[1] == 1:  # a single column would be reduced pairwise, not in order
-        return np.cumsum(X[:, 0])[-1:] if X.shape[0] else np.zeros(1)
-    return np.add.reduce(X, axis=0)
+def _block_rows(dim):
+    """Rows per block so that a float64 block (~2 MB) stays in cache."""
+    return max(256, (1 << 18) // max(dim, 1))
+
+
+def vector_sum(X, scale=1.0):
+    """``sum_i scale * x_i`` in double, accumulated row after row, like
+    ``Vector<double>::AddVec(scale, x)`` once per vector (ivector-mean, ComputeAndSubtractMean)."""
+    X = _as_matrix(X)
+    num, dim = X.shape
+    if dim == 1:  # a single column would be reduced pairwise, not in order
+        column = X[:, 0].astype(np.float64) * scale
+        return np.cumsum(column)[-1:] if num else np.zeros(1)
+    block = _block_rows(dim)
+    buffer = np.zeros((min(block, num) + 1, dim))
+    for start in range(0, num, block):
+        chunk = X[start:start + block]
+        np.multiply(chunk, scale, out=buffer[1:chunk.shape[0] + 1], dtype=np.float64)
+        # Row 0 carries the running total, so the reduction stays strictly sequential.
+        buffer[0] = np.add.reduce(buffer[:chunk.shape[0] + 1], axis=0)
+    return buffer[0].copy()
 
 
 def global_mean(X):
@@ -64,8 +79,15 @@ def subtract_mean(X, mean=None):
     if X.shape[0] == 0:
         return X.copy(), np.zeros(X.shape[1])
     total = vector_sum(X)
-    alpha = float(np.float32(-1.0 / X.shape[0]))
-    return (X.astype(np.float64) + alpha * total).astype(np.float32), total
+    shift = float(np.float32(-1.0 / X.shape[0])) * total
+    out = np.empty_like(X)
+    block = _block_rows(X.shape[1])
+    buffer = np.empty((min(block, X.shape[0]), X.shape[1]))
+    for start in range(0, X.shape[0], block):
+        chunk = X[start:start + block]
+        np.add(chunk, shift, out=buffer[:chunk.shape[0]], dtype=np.float64)
+        out[start:start + chunk.shape[0]] = buffer[:chunk.shape[0]]
+    return out, total
 
 
 def speaker_means(X, utt_lists):
@@ -130,10 +152,12 @@ def apply_affine(M, X):
 def vector_norms(X):
     """Float32 2-norms accumulated sequentially over dimensions (``VectorBase<float>::Norm(2)``)."""
     X = _as_matrix(X)
-    columns = np.ascontiguousarray(X.T)
     sumsq = np.zeros(X.shape[0], dtype=np.float32)
-    for column in columns:
-        sumsq += column * column
+    block = _block_rows(X.shape[1])
+    for start in range(0, X.shape[0], block):
+        acc = sumsq[start:start + block]
+        for column in np.ascontiguousarray(X[start:start + block].T):
+            acc += column * column
     return np.sqrt(sumsq)
 
 

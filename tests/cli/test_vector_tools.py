@@ -199,6 +199,17 @@ def test_train_lda_recipe_form_matches_transform_mat(golden, tmp_path):
     assert ours_log == expected
 
 
+def test_train_lda_sorts_unsorted_input_like_kaldi(golden, tmp_path):
+    scp = tmp_path / "reversed.scp"
+    scp.write_text("".join(reversed((golden / "exp/train_sub.scp").read_text()
+                                    .splitlines(keepends=True))))
+    out = tmp_path / "transform.mat"
+    run_tool("train-lda", "--dim=32", "scp:%s" % scp, "ark:data/train/utt2spk", out,
+             cwd=golden, check=True)
+    assert_equal_up_to_row_sign(read_matrix(str(out)).astype(np.float64),
+                                read_matrix(str(golden / "exp/transform.mat")).astype(float))
+
+
 def test_train_lda_text_output_with_total_covariance_factor(golden, tmp_path):
     out = tmp_path / "transform_tcf0.1.txt.mat"
     run_tool("train-lda", "--total-covariance-factor=0.1", "--dim=32", "--binary=false",

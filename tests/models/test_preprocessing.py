@@ -191,3 +191,21 @@ def test_nonfinite_rows_finds_nan_and_inf():
 def test_global_mean_of_nothing_is_an_error():
     with pytest.raises(ValueError, match="No iVectors read"):
         global_mean(np.zeros((0, 3), np.float32))
+
+
+def test_blocked_sums_norms_and_centring_equal_whole_array_references():
+    # Several cache-sized blocks (about 1750 rows at dim 150): results must not depend on them.
+    rng = np.random.default_rng(5)
+    X = (rng.normal(size=(4000, 150)) * 10.0 ** rng.integers(-8, 8, (4000, 150))).astype(
+        np.float32)
+    expected = np.zeros(150)
+    for row in X.astype(np.float64):
+        expected = expected + row * 0.25
+    assert np.array_equal(vector_sum(X, 0.25), expected)
+    sumsq = np.zeros(4000, np.float32)
+    for column in X.T:
+        sumsq = sumsq + column * column
+    assert np.array_equal(vector_norms(X), np.sqrt(sumsq))
+    total = vector_sum(X)
+    shifted = (X.astype(np.float64) + float(np.float32(-1 / 4000)) * total).astype(np.float32)
+    assert np.array_equal(subtract_mean(X)[0], shifted)
