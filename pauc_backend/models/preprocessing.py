@@ -20,7 +20,8 @@ def _as_matrix(X, dtype=np.float32):
     if X.ndim != 2:
         raise ValueError("expected a 2-D array of vectors (one per row), got shape %s"
                          % (X.shape,))
-    return np.ascontiguousarray(X, dtype=dtype)
+    # Contiguous and aligned: the layout BLAS (sgemv/sdot) is called on.
+    return np.require(X, dtype=dtype, requirements=["C_CONTIGUOUS", "ALIGNED"])
 
 
 def nonfinite_rows(X):
@@ -128,16 +129,17 @@ def apply_affine(M, X):
     ``matmul(M, x[:, :, None])`` also dispatches to ``sgemv`` per vector, so the summation order
     (hence every bit) is the same, unlike one ``sgemm`` (``X @ M.T``) whose blocking differs.
     """
-    M = np.asarray(M, dtype=np.float32)
-    X = _as_matrix(X)
+    M = np.asarray(M)
     if M.ndim != 2:
         raise ValueError("the transform must be a matrix")
+    M = _as_matrix(M)
+    X = _as_matrix(X)
     rows, cols = M.shape
     dim = X.shape[1]
     if cols == dim:
-        linear, offset = np.ascontiguousarray(M), None
+        linear, offset = M, None
     elif cols == dim + 1:
-        linear, offset = np.ascontiguousarray(M[:, :dim]), M[:, dim].copy()
+        linear, offset = _as_matrix(M[:, :dim]), M[:, dim].copy()
     else:
         raise ValueError("Dimension mismatch: input vector has dimension %d and transform "
                          "has %d columns." % (dim, cols))
