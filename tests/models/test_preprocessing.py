@@ -209,4 +209,3 @@ def test_blocked_sums_norms_and_centring_equal_whole_array_references():
     total = vector_sum(X)
     shifted = (X.astype(np.float64) + float(np.float32(-1 / 4000)) * total).astype(np.float32)
     assert np.array_equal(subtract_mean(X)[0], shifted)
-
