@@ -1,7 +1,8 @@
 """Linear discriminant analysis as Kaldi's ivector-compute-lda computes it (numpy only).
 
-Mirrors ``ComputeAndSubtractMean`` + ``ComputeLdaTransform`` of ``ivectorbin/ivector-compute-lda.cc``:
-the statistics and eigen-decompositions are in double, the mean and the output matrix in float32.
+Mirrors ``ComputeAndSubtractMean`` + ``ComputeLdaTransform`` of
+``ivectorbin/ivector-compute-lda.cc``: the statistics and eigen-decompositions are in double, the
+mean and the output matrix in float32.
 Eigenvectors are only defined up to sign, so each row of ``components_`` may have the opposite sign
 to Kaldi's (whose own QR picks it arbitrarily); projections then differ only in those signs.
 """

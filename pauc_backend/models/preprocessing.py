@@ -4,7 +4,8 @@ Each function mirrors one ``ivectorbin`` main so that our arks are byte-identica
 
 * ``global_mean``          ivector-mean (2 arguments): double sum, ``sum * (1.0/N)``.
 * ``subtract_mean``        ivector-subtract-global-mean (2 and 3 arguments).
-* ``speaker_means``        ivector-mean (3/4 arguments): float32 ``x1 + x2 + ...``, ``*= (float)(1/n)``.
+* ``speaker_means``        ivector-mean (3/4 arguments): float32 ``x1 + x2 + ...``,
+                           then ``*= (float)(1/n)``.
 * ``apply_affine``         transform-vec / ivector-transform: one BLAS ``sgemv`` per vector.
 * ``normalize_length``     ivector-normalize-length: sequential float32 norm.
 
