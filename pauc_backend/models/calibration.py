@@ -128,14 +128,24 @@ class LinearFusion:
         shift = _logit(self.prior)
         penalty = np.append(self.regularization / std ** 2, 0.0)
 
+        signed_a = sign * a
+
         def evaluate(theta, derivatives=True):
-            margin = sign * (z @ theta + shift)
-            value = a @ np.logaddexp(0.0, -margin) + 0.5 * theta @ (penalty * theta)
+            # softplus(-m) = max(-m, 0) + log1p(e) and sigmoid(-m) from one e = exp(-|m|).
+            margin = z @ theta
+            margin += shift
+            margin *= sign
+            e = np.exp(-np.abs(margin))
+            loss = np.log1p(e)
+            loss += np.maximum(-margin, 0.0)
+            value = a @ loss + 0.5 * theta @ (penalty * theta)
             if not derivatives:
                 return value
-            p = expit(-margin)
-            gradient = z.T @ (-a * sign * p) + penalty * theta
-            hessian = (z.T * (a * p * (1.0 - p))) @ z + np.diag(penalty)
+            p = np.where(margin >= 0, e, 1.0)
+            p /= 1.0 + e
+            gradient = z.T @ (-signed_a * p) + penalty * theta
+            curvature = a * p * (1.0 - p)
+            hessian = (z.T * curvature) @ z + np.diag(penalty)
             return value, gradient, hessian
 
         theta = np.zeros(num_cols + 1)
@@ -151,24 +161,27 @@ class LinearFusion:
                     break
                 step, slope = -gradient, -(gradient @ gradient)
             final = np.linalg.norm(step) <= self.tol * max(1.0, np.linalg.norm(theta))
+            # The full step is evaluated with derivatives (it is usually accepted); when the
+            # predicted decrease is within rounding of C the line search cannot judge a step,
+            # but there the quadratic model is exact, so the full step is taken.
             t = 1.0
-            # When the predicted decrease is within rounding of C the line search cannot judge
-            # a step; there the quadratic model is exact, so the full Newton step is taken.
-            while not final and -slope > 1e-12 * value:
-                if evaluate(theta + t * step, derivatives=False) <= value + 1e-4 * t * slope:
-                    break
-                t *= 0.5
-                if t < 1e-12:
-                    break
+            new = evaluate(theta + step)
+            if not final and -slope > 1e-12 * value and not new[0] <= value + 1e-4 * slope:
+                while t >= 1e-12:
+                    t *= 0.5
+                    if evaluate(theta + t * step, False) <= value + 1e-4 * t * slope:
+                        new = evaluate(theta + t * step)
+                        break
             n_iter += 1
             if t < 1e-12:
                 break
             theta = theta + t * step
-            value, gradient, hessian = evaluate(theta)
+            value, gradient, hessian = new
             if final:
                 converged = True
                 break
-            self._check_separation(z[:, :num_cols] @ theta[:num_cols], labels)
+            if num_cols > 1:
+                self._check_separation(z[:, :num_cols] @ theta[:num_cols], labels)
             if not np.all(np.isfinite(theta)) or np.linalg.norm(theta[:num_cols]) > 1e8:
                 break
         if not converged:
