@@ -11,8 +11,9 @@ from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import streams
 
 _CHUNK_BYTES = 1 << 25
-_IS_BLANK = np.zeros(256, dtype=bool)
-_IS_BLANK[list(b" \t\v\f\r")] = True
+_IS_SEP = np.zeros(256, dtype=bool)
+_IS_SEP[list(b" \t\n\v\f\r")] = True
+_FIELD_HELP = {"trials file": "key1 key2 [target|nontarget]", "scores file": "key1 key2 score"}
 
 
 def _chunks(raw):
@@ -29,71 +30,132 @@ def _chunks(raw):
         start = end
 
 
-def _fields_per_line(piece):
-    """Number of whitespace-separated fields on each line of ``piece`` (a bytes chunk)."""
-    codes = np.frombuffer(piece, np.uint8)
-    newline = codes == 10
-    separator = _IS_BLANK[codes] | newline
-    starts = ~separator
-    starts[1:] &= separator[:-1]
-    line_ends = np.flatnonzero(newline)
-    if not piece.endswith(b"\n"):
-        line_ends = np.append(line_ends, len(piece))
-    token_starts = np.flatnonzero(starts)
-    return np.diff(np.searchsorted(token_starts, line_ends), prepend=0)
+def _token_bounds(codes):
+    """Start and end offsets of the whitespace-separated tokens of a uint8 array."""
+    if codes.size == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty
+    sep = _IS_SEP[codes]
+    edges = np.flatnonzero(sep[1:] != sep[:-1]) + 1
+    if not sep[0]:
+        edges = np.concatenate([[0], edges])
+    if not sep[-1]:
+        edges = np.concatenate([edges, [codes.size]])
+    return edges[0::2], edges[1::2]
 
 
-def _to_str(column, name, first_line, num_fields, field):
-    try:
-        return column.astype(np.str_)
-    except UnicodeDecodeError:
-        out = []
-        for index, value in enumerate(column.tolist()):
-            try:
-                out.append(value.decode("utf-8"))
-            except UnicodeDecodeError:
-                raise KaldiError("Line %d of %s is not valid UTF-8: %r" % (
-                    first_line + index, streams.printable(name), value)) from None
-        return np.array(out, dtype=np.str_)
+def _line_ends(codes):
+    ends = np.flatnonzero(codes == 10)
+    if codes.size and codes[-1] != 10:
+        ends = np.append(ends, codes.size)
+    return ends
 
 
-def _read_columns(rx, allowed, what):
-    """The fields of a line file as 'S' arrays per column; every line must have one count."""
+def _gather_str(codes, starts, ends):
+    """The tokens codes[start:end] as one numpy array without Python objects: str ('U') if
+    ``codes`` is uint32 (ASCII input), bytes ('S') if it is uint8."""
+    kind = "<U" if codes.dtype == np.uint32 else "S"
+    if starts.size == 0:
+        return np.array([], dtype=kind + "1")
+    lengths = ends - starts
+    width = int(lengths.max())
+    columns = np.arange(width)
+    index = starts[:, None] + columns
+    np.minimum(index, codes.size - 1, out=index)
+    chars = codes[index]
+    if lengths.min() != width:
+        chars[columns >= lengths[:, None]] = 0
+    return chars.view("%s%d" % (kind, width)).ravel()
+
+
+def _bad_line(piece, first_line, counts, expected, rx, what):
+    bad = int(np.flatnonzero(counts != expected)[0])
+    line = piece.split(b"\n")[bad]
+    return KaldiError("Bad line %d in %s %s: expected %s fields (%s), got %d: %r" % (
+        first_line + bad, what, streams.printable(rx),
+        expected if isinstance(expected, int) else " or ".join(map(str, expected)),
+        _FIELD_HELP[what], int(counts[bad]), line[:200].decode(errors="replace")))
+
+
+def _read_columns(rx, allowed, what, numeric_last=False):
+    """The columns of a line file as numpy str arrays (the last as float64 if numeric_last).
+
+    Every line must have the same number of fields, one of ``allowed``; otherwise a KaldiError
+    names the line. Chunked: numpy finds the token boundaries and checks the field counts,
+    then each column is gathered straight into a str array.
+    """
     data, start = streams.read_all(rx)
-    raw = bytes(data[start:])
-    columns = None
+    raw = memoryview(data)[start:] if not isinstance(data, bytes) else data[start:]
+    parts = None
     num_fields = None
-    for piece, first_line in _chunks(raw):
-        counts = _fields_per_line(piece)
-        if num_fields is None and counts.size:
-            num_fields = int(counts[0])
+    for piece, first_line in _chunks(bytes(raw)):
+        codes = np.frombuffer(piece, np.uint8)
+        starts, ends = _token_bounds(codes)
+        line_ends = _line_ends(codes)
+        if num_fields is None:
+            num_fields = int(np.searchsorted(starts, line_ends[0])) if line_ends.size else 0
             if num_fields not in allowed:
-                raise KaldiError("Bad line 1 in %s %s: expected %s fields (%s), got %d" % (
-                    what, streams.printable(rx), " or ".join(map(str, allowed)),
-                    _FIELD_HELP[what], num_fields))
-            columns = [[] for _ in range(num_fields)]
-        bad = np.flatnonzero(counts != num_fields)
-        if bad.size:
-            number = first_line + int(bad[0])
-            line = piece.split(b"\n")[int(bad[0])]
-            raise KaldiError("Bad line %d in %s %s: expected %d fields (%s), got %d: %r" % (
-                number, what, streams.printable(rx), num_fields, _FIELD_HELP[what],
-                int(counts[bad[0]]), line[:200].decode(errors="replace")))
-        fields = piece.split()
-        for index in range(num_fields):
-            columns[index].append((np.array(fields[index::num_fields], dtype=np.bytes_),
-                                   first_line))
-    if columns is None:
+                counts = np.diff(np.searchsorted(starts, line_ends), prepend=0)
+                raise _bad_line(piece, first_line, counts, allowed, rx, what)
+            parts = [[] for _ in range(num_fields)]
+        lines = line_ends.size
+        ok = starts.size == num_fields * lines
+        if ok and lines:
+            previous = np.concatenate([[-1], line_ends[:-1]])
+            ok = bool((starts[0::num_fields] > previous).all()
+                      and (ends[num_fields - 1::num_fields] <= line_ends).all())
+        if not ok:
+            counts = np.diff(np.searchsorted(starts, line_ends), prepend=0)
+            raise _bad_line(piece, first_line, counts, num_fields, rx, what)
+        ascii_only = not (codes >= 128).any()
+        if ascii_only:
+            codes32 = codes.astype(np.uint32)
+            for index in range(num_fields):
+                numeric = numeric_last and index == num_fields - 1
+                parts[index].append((_gather_str(codes if numeric else codes32,
+                                                 starts[index::num_fields],
+                                                 ends[index::num_fields]), first_line))
+        else:
+            try:
+                fields = piece.decode("utf-8").split()
+            except UnicodeDecodeError as err:
+                line = piece.count(b"\n", 0, err.start)
+                raise KaldiError("Line %d of %s is not valid UTF-8 (byte %d of the line)" % (
+                    first_line + line, streams.printable(rx),
+                    err.start - (piece.rfind(b"\n", 0, err.start) + 1))) from None
+            for index in range(num_fields):
+                parts[index].append((np.array(fields[index::num_fields], dtype=np.str_),
+                                     first_line))
+    if parts is None:
         return []
+    columns = [_concat([array for array, _ in column]) for column in parts[:-1]]
+    if numeric_last:
+        columns.append(_parse_floats(parts[-1], rx))
+    else:
+        columns.append(_concat([array for array, _ in parts[-1]]))
     return columns
 
 
-_FIELD_HELP = {"trials file": "key1 key2 [target|nontarget]", "scores file": "key1 key2 score"}
+def _concat(arrays):
+    return np.concatenate(arrays) if len(arrays) > 1 else arrays[0]
 
 
-def _join(parts, rx, num_fields, field):
-    arrays = [_to_str(array, rx, line, num_fields, field) for array, line in parts]
-    return np.concatenate(arrays) if arrays else np.array([], dtype=np.str_)
+def _parse_floats(parts, rx):
+    values = []
+    for array, first_line in parts:
+        try:
+            values.append(array.astype(np.float64))
+        except ValueError:
+            for index, value in enumerate(array.tolist()):
+                try:
+                    float(value)
+                except ValueError:
+                    if isinstance(value, bytes):
+                        value = value.decode(errors="replace")
+                    raise KaldiError("Bad score '%s' on line %d of %s" % (
+                        value, first_line + index, streams.printable(rx))) from None
+            raise
+    return _concat(values)
 
 
 def read_trials(rxfilename):
@@ -106,44 +168,27 @@ def read_trials(rxfilename):
     if not columns:
         empty = np.array([], dtype=np.str_)
         return empty, empty.copy(), None
-    key1 = _join(columns[0], rxfilename, len(columns), 0)
-    key2 = _join(columns[1], rxfilename, len(columns), 1)
-    labels = _join(columns[2], rxfilename, len(columns), 2) if len(columns) == 3 else None
-    return key1, key2, labels
+    return columns[0], columns[1], columns[2] if len(columns) == 3 else None
 
 
 def read_scores(rxfilename):
     """``(key1, key2, scores)`` of a ``key1 key2 score`` file; scores float64."""
-    columns = _read_columns(rxfilename, (3,), "scores file")
+    columns = _read_columns(rxfilename, (3,), "scores file", numeric_last=True)
     if not columns:
         empty = np.array([], dtype=np.str_)
         return empty, empty.copy(), np.zeros(0)
-    key1 = _join(columns[0], rxfilename, 3, 0)
-    key2 = _join(columns[1], rxfilename, 3, 1)
-    scores = []
-    for array, first_line in columns[2]:
-        try:
-            scores.append(array.astype(np.float64))
-        except ValueError:
-            for index, value in enumerate(array.tolist()):
-                try:
-                    float(value)
-                except ValueError:
-                    raise KaldiError("Bad score %r on line %d of %s" % (
-                        value.decode(errors="replace"), first_line + index,
-                        streams.printable(rxfilename))) from None
-            raise
-    return key1, key2, np.concatenate(scores)
+    return tuple(columns)
+
+
+def _as_list(keys):
+    return keys.tolist() if isinstance(keys, np.ndarray) else list(keys)
 
 
 def format_scores(key1, key2, scores):
-    """``k1 k2 %.7g\\n`` lines (bytes) of the float32-rounded scores, as ivector-plda-scoring."""
+    """``k1 k2 %.7g\n`` lines (bytes) of the float32-rounded scores, as ivector-plda-scoring."""
     values = np.asarray(scores, dtype=np.float32).astype(np.float64).tolist()
-    if len(values) == 0:
-        return b""
-    text = ("%s %s %.7g\n" * len(values)) % tuple(
-        item for triple in zip(key1, key2, values) for item in triple)
-    return text.encode("utf-8")
+    return "".join(map("%s %s %.7g\n".__mod__,
+                       zip(_as_list(key1), _as_list(key2), values))).encode("utf-8")
 
 
 def write_scores(wxfilename, key1, key2, scores):
