@@ -12,7 +12,8 @@ Apply a calibration/fusion model from train-calibration to score files and write
 "key1 key2 llr" lines. With several score files (one per fused system, in training order) the
 trials of the first file are kept, in its order, and joined to the others by the key pair.
 
-Usage: apply-calibration [options] <calibration-rxfilename> <scores-rxfilename> [<scores-rxfilename> ...] <scores-wxfilename>
+Usage: apply-calibration [options] <calibration-rxfilename> <scores-rxfilename>
+         [<scores-rxfilename> ...] <scores-wxfilename>
 e.g.: apply-calibration exp/calibration.mdl exp/scores_eval exp/llr_eval
 """.strip("\n")
 

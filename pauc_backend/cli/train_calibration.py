@@ -1,4 +1,5 @@
-"""train-calibration: learn llr = sum_k w_k s_k + b by BOSARIS's prior-weighted logistic regression."""
+"""train-calibration: learn llr = sum_k w_k s_k + b by BOSARIS's prior-weighted logistic
+regression (linear calibration of one system, or fusion of several)."""
 
 from pauc_backend.cli.calibration_io import (join_by_key, read_labelled_trials, read_score_files,
                                              write_calibration)
@@ -13,7 +14,8 @@ pair) that maps scores to log-likelihood ratios, llr = sum_k w_k * s_k + b, by m
 prior-weighted cross-entropy of BOSARIS (targets weighted prior/N_tar, non-targets
 (1-prior)/N_non, logit(prior) offset), optionally with an L2 penalty on w.
 
-Usage: train-calibration [options] <trials-rxfilename> <scores-rxfilename> [<scores-rxfilename> ...] <calibration-wxfilename>
+Usage: train-calibration [options] <trials-rxfilename> <scores-rxfilename>
+         [<scores-rxfilename> ...] <calibration-wxfilename>
 e.g.: train-calibration --prior=0.01 data/dev/trials exp/scores_dev exp/calibration.mdl
 """.strip("\n")
 

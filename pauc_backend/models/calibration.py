@@ -8,8 +8,9 @@ The model is llr = sum_k w_k s_k + b. It minimises BOSARIS's prior-weighted cros
 
 (natural logs; at pi = 0.5 and lambda = 0, C / log 2 is the Cllr of the calibrated scores). C is
 convex; we minimise it by Newton's method with a backtracking line search on internally
-standardised scores, until the Newton step is below ``tol`` (relative to the parameters). Without regularisation the minimum does not
-exist when the training scores are (quasi-)linearly separable; that raises SeparableScoresError.
+standardised scores, until the Newton step is below ``tol`` (relative to the parameters).
+Without regularisation the minimum does not exist when the training scores are (quasi-)linearly
+separable; that raises SeparableScoresError.
 """
 
 import numpy as np

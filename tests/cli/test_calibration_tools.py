@@ -1,4 +1,4 @@
-"""train-calibration / apply-calibration end to end: files, key joining, errors, the model object."""
+"""train-calibration / apply-calibration end to end: files, key joining, errors, the model."""
 
 import re
 
