@@ -196,6 +196,18 @@ def test_unlabelled_trials_are_an_error(setup):
     assert "no target/nontarget column" in single_error(proc)
 
 
+def test_unknown_label_and_bad_prior_are_errors(setup):
+    tmp = setup[0]
+    lines = (tmp / "trials").read_text().splitlines()
+    lines[4] = lines[4].rsplit(" ", 1)[0] + " maybe"
+    (tmp / "trials3").write_text("\n".join(lines) + "\n")
+    proc = run_tool("train-calibration", tmp / "trials3", tmp / "scores", tmp / "cal.mdl")
+    assert "line 5: label 'maybe' is neither target nor nontarget" in single_error(proc)
+    proc = run_tool("train-calibration", "--prior=1.5", tmp / "trials", tmp / "scores",
+                    tmp / "cal.mdl")
+    assert "--prior must lie strictly between 0 and 1" in single_error(proc)
+
+
 def test_wrong_number_of_score_files_is_an_error(setup):
     tmp = setup[0]
     run_tool("train-calibration", tmp / "trials", tmp / "scores", tmp / "cal.mdl", check=True)
