@@ -511,16 +511,15 @@ def _stack(keys, rows, name, ragged=False):
 
 # -- script files --------------------------------------------------------------------------------
 
-def read_script(rx):
-    """The (key, rxfilename) pairs of a ``.scp`` file (ReadScriptFile); KaldiError on bad lines."""
-    data, start = streams.read_all(rx)
+def _parse_script(data, start, name):
+    """(keys, targets) of script text (ReadScriptFile): ``key rxfilename`` per line."""
     raw = bytes(data[start:])
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
         line = raw.count(b"\n", 0, err.start) + 1
         raise KaldiError("Invalid script file %s: line %d is not valid UTF-8 (byte %d)" % (
-            streams.printable(rx), line, err.start)) from None
+            streams.printable(name), line, err.start)) from None
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
@@ -529,10 +528,55 @@ def read_script(rx):
         parts = line.split(None, 1)
         if len(parts) != 2:
             raise KaldiError("Invalid line %d in script file %s (expected 'key rxfilename'): %r"
-                             % (number, streams.printable(rx), line[:200]))
+                             % (number, streams.printable(name), line[:200]))
         keys.append(parts[0])
         targets.append(parts[1].strip(" \t\n\v\f\r"))
     return keys, targets
+
+
+def read_script(rx):
+    """The (key, rxfilename) pairs of a ``.scp`` file (ReadScriptFile); KaldiError on bad lines."""
+    data, start = streams.read_all(rx)
+    return _parse_script(data, start, rx)
+
+
+def _parse_offset_script(data, start):
+    """Vectorised parse of the common script ``key path:offset`` (one path, ASCII, two fields
+    per line): ``(keys, path, offsets)``, or None for anything else (the general parser)."""
+    from pauc_backend.kaldi_io import trials
+    codes = np.frombuffer(data, np.uint8, len(data) - start, start)
+    if codes.size == 0 or (codes >= 128).any():
+        return None
+    starts, ends = trials._token_bounds(codes)
+    line_ends = trials._line_ends(codes)
+    lines = line_ends.size
+    if lines == 0 or starts.size != 2 * lines:
+        return None
+    previous = np.concatenate([[-1], line_ends[:-1]])
+    if not ((starts[0::2] > previous).all() and (ends[1::2] <= line_ends).all()):
+        return None
+    t_start, t_end = starts[1::2], ends[1::2]
+    positions = np.where(codes == 58, np.arange(codes.size), -1)
+    last_colon = np.maximum.accumulate(positions)[t_end - 1]
+    digits = t_end - last_colon - 1
+    if not ((last_colon >= t_start) & (digits >= 1) & (digits <= 15)).all():
+        return None
+    width = int(digits.max())
+    index = t_end[:, None] - width + np.arange(width)
+    values = codes[np.maximum(index, 0)].astype(np.int64) - 48
+    values[np.arange(width) < (width - digits)[:, None]] = 0
+    if ((values < 0) | (values > 9)).any():
+        return None
+    offsets = values @ (10 ** np.arange(width - 1, -1, -1, dtype=np.int64))
+    path_len = last_colon - t_start
+    if (path_len != path_len[0]).any():
+        return None
+    length = int(path_len[0])
+    paths = codes[t_start[:, None] + np.arange(length)]
+    if not (paths == paths[0]).all():
+        return None
+    keys = trials._gather_str(codes.astype(np.uint32), starts[0::2], ends[0::2]).tolist()
+    return keys, paths[0].tobytes().decode("ascii"), offsets
 
 
 class _FileCache:
@@ -572,8 +616,8 @@ class _FileCache:
         self.files.clear()
 
 
-def _iter_scp(rx, holder, permissive=False):
-    keys, targets = read_script(rx)
+def _iter_scp(rx, holder, permissive=False, entries=None):
+    keys, targets = read_script(rx) if entries is None else entries
     cache = _FileCache()
     try:
         for key, target in zip(keys, targets):
@@ -591,8 +635,8 @@ def _iter_scp(rx, holder, permissive=False):
         cache.close()
 
 
-def _scp_fast_fv(keys, targets):
-    """Bulk path for scripts whose entries are ``file:offset`` of FV records of one dim."""
+def _split_targets(targets):
+    """``file:offset`` targets as (paths, offsets), or None if one is not of that form."""
     paths, offsets = [], []
     for target in targets:
         colon = target.rfind(":")
@@ -600,24 +644,28 @@ def _scp_fast_fv(keys, targets):
             return None
         paths.append(target[:colon])
         offsets.append(int(target[colon + 1:]))
-    if not targets:
-        return None
-    offsets = np.array(offsets, dtype=np.int64)
-    unique = sorted(set(paths))
-    if any(streams.classify_rxfilename(p)[0] != "file" for p in unique):
+    return paths, np.array(offsets, dtype=np.int64)
+
+
+def _fv_at_offsets(keys, paths, offsets):
+    """Bulk read of FV records of one dim at ``offsets`` of plain files (``paths``: one path or
+    one per key); None if any entry is not such a record (the per-entry reader reports)."""
+    single = isinstance(paths, str)
+    unique = [paths] if single else sorted(set(paths))
+    if not len(keys) or any(streams.classify_rxfilename(p)[0] != "file" for p in unique):
         return None
     cache = _FileCache()
     try:
-        groups = {}
+        groups = []
         dim = None
-        path_array = np.array(paths) if len(unique) > 1 else None
+        path_array = None if single or len(unique) == 1 else np.array(paths)
         for path in unique:
             try:
                 data = cache.load(path)[0]
             except KaldiError:
-                return None  # the per-entry path names the key
-            rows = np.flatnonzero(path_array == path) if path_array is not None \
-                else np.arange(len(targets))
+                return None
+            rows = np.arange(len(keys)) if path_array is None \
+                else np.flatnonzero(path_array == path)
             where = offsets[rows]
             if dim is None:
                 head = bytes(data[where[0]:where[0] + 10])
@@ -630,9 +678,11 @@ def _scp_fast_fv(keys, targets):
             heads = np.frombuffer(data, np.uint8)[where[:, None] + np.arange(10)]
             if not (heads == expected).all():
                 return None
-            groups[path] = (rows, where + 10, data)
-        out = np.empty((len(targets), dim), dtype=np.float32)
-        for rows, data_offsets, data in groups.values():
+            groups.append((rows, where + 10, data))
+        if len(groups) == 1:
+            return list(keys), _gather_rows(groups[0][2], groups[0][1], dim)
+        out = np.empty((len(keys), dim), dtype=np.float32)
+        for rows, data_offsets, data in groups:
             out[rows] = _gather_rows(data, data_offsets, dim)
         return list(keys), out
     finally:
@@ -771,11 +821,19 @@ def read_vector_table(rspecifier, ragged=False):
     """
     spec = parse_rspecifier(rspecifier)
     if spec.kind == "scp":
-        keys, targets = read_script(spec.filename)
-        fast = _scp_fast_fv(keys, targets)
-        if fast is not None:
-            return fast
-        pairs = list(_iter_scp(spec.filename, HOLDERS["vector"], spec.permissive))
+        data, start = streams.read_all(spec.filename)
+        parsed = _parse_offset_script(data, start)
+        if parsed is not None:
+            fast = _fv_at_offsets(*parsed)
+            if fast is not None:
+                return fast
+        entries = _parse_script(data, start, spec.filename)
+        split = _split_targets(entries[1])
+        if split is not None:
+            fast = _fv_at_offsets(entries[0], *split)
+            if fast is not None:
+                return fast
+        pairs = list(_iter_scp(spec.filename, HOLDERS["vector"], spec.permissive, entries))
         return _stack([k for k, _ in pairs], [v for _, v in pairs], spec.filename, ragged)
     if streams.classify_rxfilename(spec.filename)[0] in ("stdin", "pipe"):
         with streams.open_input(spec.filename) as stream:

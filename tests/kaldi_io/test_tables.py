@@ -264,3 +264,34 @@ def test_flush_and_other_options_are_accepted(tmp_path):
         for ropts in ("ark,o", "ark,s,cs", "ark,bg", "ark,p", "ark,no,ns,ncs,np", "ark,b,t"):
             keys, X = read_vector_table("%s:%s" % (ropts, tmp_path / "o.ark"))
             assert keys == ["k"] and X.tolist() == [[1.0]]
+
+
+def test_scripts_mixing_archives_files_and_pipes(tmp_path):
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((4, 3)).astype(np.float32)
+    write_vector_table("ark,scp:%s,%s" % (tmp_path / "a.ark", tmp_path / "a.scp"), ["a", "b"],
+                       X[:2])
+    write_vector_table("ark,scp:%s,%s" % (tmp_path / "bb.ark", tmp_path / "b.scp"), ["c"],
+                       X[2:3])
+    (tmp_path / "d.vec").write_bytes(reference.fv(X[3]))
+    lines = (tmp_path / "b.scp").read_text() + (tmp_path / "a.scp").read_text()
+    lines += "d\t%s \n" % (tmp_path / "d.vec")
+    lines += "e cat %s |\n" % (tmp_path / "d.vec")
+    (tmp_path / "mix.scp").write_text(lines)
+    keys, got = read_vector_table("scp:%s" % (tmp_path / "mix.scp"))
+    assert keys == ["c", "a", "b", "d", "e"]
+    assert np.array_equal(got, X[[2, 0, 1, 3, 3]])
+    two = (tmp_path / "b.scp").read_text() + (tmp_path / "a.scp").read_text()
+    (tmp_path / "two.scp").write_text(two)
+    keys, got = read_vector_table("scp:%s" % (tmp_path / "two.scp"))
+    assert keys == ["c", "a", "b"] and np.array_equal(got, X[[2, 0, 1]])
+
+
+def test_script_from_stdin_pipe_is_read_once(tmp_path):
+    write_vector_table("ark,scp:%s,%s" % (tmp_path / "a.ark", tmp_path / "a.scp"), ["x", "y"],
+                       np.eye(2, dtype=np.float32))
+    keys, got = read_vector_table("scp:cat %s |" % (tmp_path / "a.scp"))
+    assert keys == ["x", "y"] and np.array_equal(got, np.eye(2))
+    (tmp_path / "p.scp").write_text("x cat %s |\n" % (tmp_path / "a.ark"))
+    with pytest.raises(KaldiError, match="key 'x'|'x'"):
+        read_vector_table("scp:cat %s |" % (tmp_path / "p.scp"))
