@@ -29,6 +29,7 @@ _NOT_KEY = np.zeros(256, dtype=bool)  # bytes never in a key: whitespace and ASC
 _NOT_KEY[list(range(32)) + [127]] = True
 _CONTROL = re.compile(rb"[\x00-\x1f\x7f]")
 _FV_HEADER = b"\0BFV \x04"
+_GATHER_BLOCK = 2048
 _STREAM_RESERVE = 1 << 31  # bytes of address space reserved for rows read from a pipe/stdin
 
 
@@ -248,16 +249,35 @@ def _gather_rows(data, offsets, dim, out=None):
         out[:] = np.ndarray((len(offsets), dim), dtype="<f4", buffer=data,
                             offset=int(offsets[0]), strides=(int(steps[0]), 4))
         return out
+    breaks = np.flatnonzero(steps[1:] != steps[:-1]) + 1
+    if len(breaks) * 16 < len(offsets) and (steps >= 4 * dim).all():
+        # long runs of equal steps (keys of one length in a row): one strided copy per run
+        bounds = np.concatenate([[0], breaks, [len(offsets)]])
+        for begin, end in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+            step = int(offsets[begin + 1] - offsets[begin]) if end - begin > 1 else 4 * dim
+            out[begin:end] = np.ndarray((end - begin, dim), dtype="<f4", buffer=data,
+                                        offset=int(offsets[begin]), strides=(step, 4))
+        return out
+    # Any offsets: view the buffer as float32 at each of the 4 byte alignments, as overlapping
+    # windows of dim floats, and take rows from those; in blocks so temporaries stay small.
     size = len(data)
+    windows = []
     for shift in range(4):
-        rows = np.flatnonzero(offsets % 4 == shift)
-        if rows.size == 0:
-            continue
-        count = (size - shift) // 4
-        flat = np.ndarray((count,), dtype="<f4", buffer=data, offset=shift)
-        windows = np.lib.stride_tricks.as_strided(flat, shape=(count - dim + 1, dim),
-                                                  strides=(4, 4), writeable=False)
-        out[rows] = windows[(offsets[rows] - shift) // 4]
+        count = max((size - shift) // 4, 0)
+        flat = np.ndarray((count,), dtype="<f4", buffer=data, offset=min(shift, size))
+        windows.append(np.lib.stride_tricks.as_strided(flat, shape=(max(count - dim + 1, 0), dim),
+                                                       strides=(4, 4), writeable=False))
+    shifts = offsets % 4
+    for begin in range(0, len(offsets), _GATHER_BLOCK):
+        block = slice(begin, begin + _GATHER_BLOCK)
+        block_shifts = shifts[block]
+        block_offsets = offsets[block]
+        for shift in range(4):
+            rows = np.flatnonzero(block_shifts == shift)
+            if rows.size == len(block_shifts):
+                out[block] = windows[shift][(block_offsets - shift) // 4]
+            elif rows.size:
+                out[begin + rows] = windows[shift][(block_offsets[rows] - shift) // 4]
     return out
 
 

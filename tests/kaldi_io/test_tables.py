@@ -295,3 +295,22 @@ def test_script_from_stdin_pipe_is_read_once(tmp_path):
     (tmp_path / "p.scp").write_text("x cat %s |\n" % (tmp_path / "a.ark"))
     with pytest.raises(KaldiError, match="key 'x'|'x'"):
         read_vector_table("scp:cat %s |" % (tmp_path / "p.scp"))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_row_gather_matches_one_frombuffer_per_row(data):
+    from pauc_backend.kaldi_io import tables
+    rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1)))
+    buf = rng.integers(0, 256, 5000, dtype=np.uint8).tobytes()
+    dim = data.draw(st.integers(1, 5))
+    count = data.draw(st.integers(1, 200))
+    if data.draw(st.booleans()):  # arbitrary offsets, any alignment
+        offsets = rng.integers(0, len(buf) - 4 * dim, count)
+    else:  # runs of equal steps, as in an archive with keys of a few lengths
+        steps = np.repeat(rng.integers(4 * dim, 4 * dim + 7, 4), count)[:count]
+        offsets = np.concatenate([[1], 1 + np.cumsum(steps)[:-1]])
+        offsets = offsets[offsets + 4 * dim <= len(buf)]
+    expected = np.array([np.frombuffer(buf, "<f4", dim, int(o)) for o in offsets])
+    got = tables._gather_rows(buf, offsets, dim)
+    assert np.array_equal(got.view(np.uint32), expected.reshape(-1, dim).view(np.uint32))
