@@ -1,18 +1,12 @@
 """train-lda: estimate an LDA transform for speaker vectors (twin of ivector-compute-lda)."""
 
-import os
+import numpy as np
 
-# Spin-waiting BLAS threads are many times slower than one thread whenever the two cores are
-# shared (pipes of tools, parallel jobs); Kaldi's own OpenBLAS build is single-threaded too.
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-
-import numpy as np  # noqa: E402  (after the BLAS setting, which numpy reads on import)
-
-from pauc_backend.cli.kaldi_cli import Tool, format_float, format_vector  # noqa: E402
-from pauc_backend.errors import KaldiError  # noqa: E402
-from pauc_backend.kaldi_io import read_token_table, read_vector_table, write_matrix  # noqa: E402
-from pauc_backend.models.lda import LDA  # noqa: E402
-from pauc_backend.models.preprocessing import nonfinite_rows, vector_norms  # noqa: E402
+from pauc_backend.cli.kaldi_cli import Tool, format_float, format_vector
+from pauc_backend.errors import KaldiError
+from pauc_backend.kaldi_io import read_token_table, read_vector_table, write_matrix
+from pauc_backend.models.lda import LDA
+from pauc_backend.models.preprocessing import nonfinite_rows, vector_norms
 
 USAGE = """
 Compute an LDA matrix for speaker vectors (as ivector-compute-lda).  Reads in vectors
