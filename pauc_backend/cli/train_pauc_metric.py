@@ -15,8 +15,11 @@ speaker pairs (pAUCMetric; --loss=triplet: TripletMetric), by mini-batch proxima
 iterations from M = I. Speakers are read from spk2utt (as ivector-compute-plda); speakers with
 one vector are skipped. The hyper-parameters are in units where the mean squared distance
 between two training vectors is 2 (--scale=auto), so the defaults suit unit-length and
-PLDA-latent vectors alike; --validation-fraction of the speakers is held out to choose the
-number of iterations, then the metric is retrained on all speakers (--refit).
+PLDA-latent vectors alike; the metric returned is the mean of the iterates (--average).
+With --validation-fraction > 0, that fraction of the speakers is held out to choose the number
+of iterations, then the metric is retrained on all speakers (--refit); --auto-tune searches
+margin, gamma, mu and eta the same way. Both are only meaningful if the preprocessing (LDA,
+PLDA) did not see the held-out speakers: otherwise they favour M = I.
 The metric is written as a double matrix (DM, d x d); score with score-pauc-trials.
 
 Usage: train-pauc-metric [options] <spk2utt-rspecifier> <vector-rspecifier> <metric-wxfilename>
@@ -38,7 +41,7 @@ tool.register("seed", 0, "Seed of the random batches and held-out speakers")
 tool.register("scale", "auto", "Multiply the vectors internally by this factor; auto: so "
               "that the mean squared distance between two training vectors is 2")
 tool.register("average", True, "Return the running mean of the iterates instead of the last")
-tool.register("validation-fraction", 0.2, "Fraction of speakers held out to choose the number "
+tool.register("validation-fraction", 0.0, "Fraction of speakers held out to choose the number "
               "of iterations (0: run --num-iters on all speakers, as the paper)")
 tool.register("eval-every", 10, "Evaluate the held-out speakers every this many iterations")
 tool.register("patience", 30, "Stop after this many evaluations without improvement (0: never)")
@@ -122,7 +125,7 @@ def run(opts, args):
         model.set_params(**best)
     model.fit(X, labels)
     progress.close()
-    if opts.validation_fraction > 0:
+    if opts.validation_fraction > 0 and hasattr(model, "best_validation_"):
         log.log("Best held-out %s at iteration %d (%s)%s" % (
             model.criterion, model.best_iteration_, format_float(model.best_validation_),
             "; retrained on all speakers" if opts.refit else ""))

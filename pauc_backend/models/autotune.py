@@ -39,6 +39,9 @@ def auto_tune(model, X, y, num_trials=12, log=None):
         probe = type(model)(**dict(base, **params, validation_fraction=fraction, refit=False,
                                    callback=None))
         probe.fit(X, y)
+        if not hasattr(probe, "best_validation_"):
+            raise ValueError("auto-tune needs at least 4 speakers with 2 or more vectors, so "
+                             "that some can be held out")
         results.append((probe.best_validation_, -trial, params, probe.best_iteration_))
         if log is not None:
             log("Auto-tune trial %d/%d: delta=%.4g gamma=%.4g mu=%.4g eta=%.4g -> held-out "

@@ -11,9 +11,11 @@ each can be switched off to get the paper's algorithm exactly (``scale=1``,
 * averaging: the returned metric is the running mean of the PPA iterates (Polyak-Ruppert),
   which removes most of the mini-batch noise of eq. 12-13 at no cost (still PSD: a mean of
   PSD matrices).
-* early stopping: held-out training speakers are scored every ``eval_every`` iterations and
-  the iteration with the best held-out criterion is kept; ``refit`` then trains on all
-  speakers for that many iterations.
+* early stopping (off by default): held-out training speakers are scored every
+  ``eval_every`` iterations and the iteration with the best held-out criterion is kept;
+  ``refit`` then trains on all speakers for that many iterations. It is off because the
+  usual preprocessing (LDA, PLDA) is trained on the same speakers, so held-out training
+  speakers favour M = I: on ETRI their pAUC falls while that of new speakers rises.
 """
 
 import math
@@ -41,12 +43,15 @@ def metric_factor(M):
     return (U * np.sqrt(w)).T, w, U
 
 
-def all_pairs_scores(Y, labels):
+def all_pairs_scores(Y, labels, pairs=None):
     """Target and non-target scores -S over all pairs of rows of Y (i < j)."""
     D = ppa.squared_distances(Y)
-    a, b = np.triu_indices(Y.shape[0], k=1)
-    same = labels[a] == labels[b]
-    return -D[a[same], b[same]], -D[a[~same], b[~same]]
+    if pairs is None:
+        a, b = np.triu_indices(Y.shape[0], k=1)
+        same = labels[a] == labels[b]
+        pairs = (a[same], b[same], a[~same], b[~same])
+    ta, tb, na, nb = pairs
+    return -D[ta, tb], -D[na, nb]
 
 
 def pauc_from_scores(tar, non, alpha, beta):
@@ -62,12 +67,11 @@ def pauc_from_scores(tar, non, alpha, beta):
 
 
 def eer_from_scores(tar, non):
-    """Equal error rate (fraction) at the threshold where miss and false-alarm rates cross."""
+    """Equal error rate (fraction), thresholds at the target scores (for model selection)."""
     tar = np.sort(tar)
     non = np.sort(non)
-    thr = np.concatenate([tar, non])
-    miss = np.searchsorted(tar, thr, side="left") / tar.size
-    fa = 1.0 - np.searchsorted(non, thr, side="left") / non.size
+    miss = np.arange(tar.size) / tar.size
+    fa = 1.0 - np.searchsorted(non, tar, side="left") / non.size
     i = np.argmin(np.abs(miss - fa))
     return 0.5 * float(miss[i] + fa[i])
 
@@ -79,9 +83,9 @@ class _PPAMetric:
 
     def __init__(self, alpha=0.0, beta=0.01, delta=1.5, gamma=0.5, mu=1e-3, eta=1.0,
                  batch_size=500, num_iters=1000, scale="auto", average=True,
-                 validation_fraction=0.2,
+                 validation_fraction=0.0,
                  eval_every=10, patience=30, refit=True, criterion="pauc",
-                 max_validation_vectors=2000, random_state=0, callback=None):
+                 max_validation_vectors=1000, random_state=0, callback=None):
         self.alpha = alpha
         self.beta = beta
         self.delta = delta
@@ -200,9 +204,9 @@ class _PPAMetric:
         return best[2], best[1], history
 
     def _validate(self, validation, M):
-        Xv, yv = validation
+        Xv, pairs = validation
         A, _, _ = metric_factor(M)
-        tar, non = all_pairs_scores(Xv @ A.T, yv)
+        tar, non = all_pairs_scores(Xv @ A.T, None, pairs)
         eer = eer_from_scores(tar, non)
         pauc = pauc_from_scores(tar, non, self.alpha, self.beta)
         return (pauc if self.criterion == "pauc" else -eer), eer, pauc
@@ -239,7 +243,9 @@ class _PPAMetric:
             val_rows = self._validation_rows(val_groups, rng)
             val_labels = np.repeat(np.arange(len(val_groups)),
                                    [len(r) for r in val_rows])
-            validation = (Xs[np.concatenate(val_rows)], val_labels)
+            a, b = np.triu_indices(val_labels.size, k=1)
+            same = val_labels[a] == val_labels[b]
+            validation = (Xs[np.concatenate(val_rows)], (a[same], b[same], a[~same], b[~same]))
             M, best_iter, history = self._run(Xs, train_groups, int(self.num_iters), rng,
                                               validation, stage="validate")
             self.history_ += history

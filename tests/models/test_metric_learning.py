@@ -273,3 +273,16 @@ def test_degenerate_data_are_errors():
         PaucMetric().fit(np.array([[np.nan, 1.0]] * 4), [0, 0, 1, 1])
     with pytest.raises(ValueError, match="identical"):
         PaucMetric().fit(np.ones((4, 3)), [0, 0, 1, 1])
+
+
+def test_early_stopping_keeps_the_best_held_out_iteration_and_refits():
+    X, y = synthetic_speakers(np.random.default_rng(11), 40, 5)
+    model = PaucMetric(batch_size=16, num_iters=60, validation_fraction=0.25, eval_every=5,
+                       patience=0, random_state=0).fit(X, y)
+    checked = [h for h in model.history_ if "validation" in h]
+    assert [h["iteration"] for h in checked] == list(range(5, 61, 5))
+    best = max(checked, key=lambda h: h["validation"])
+    assert model.best_iteration_ == best["iteration"]
+    refit = [h for h in model.history_ if h["stage"] == "refit"]
+    assert len(refit) == model.best_iteration_
+    assert model.best_validation_ == best["validation"]
