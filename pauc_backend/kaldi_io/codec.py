@@ -1,4 +1,4 @@
-"""Kaldi's basic encodings (base/io-funcs, matrix/kaldi-vector.cc, kaldi-matrix.cc), binary and text.
+"""Kaldi's basic encodings (base/io-funcs, matrix/kaldi-{vector,matrix}.cc), binary and text.
 
 Readers take a ``ByteCursor`` (what ``read_object`` hands to a reader function): a position in an
 in-memory buffer with the input's name, so every error names the file and the byte offset.
@@ -461,7 +461,7 @@ def read_binary_header(cur):
 
 
 def read_object(rx, reader_fn):
-    """ReadKaldiObject: open ``rx``, detect binary/text from ``\\0B``, return reader_fn(f, binary)."""
+    """ReadKaldiObject: open ``rx``, detect binary/text from ``\\0B``; reader_fn(f, binary)."""
     data, start = streams.read_all(rx)
     cur = ByteCursor(data, start, "" if rx is None else os.fspath(rx))
     binary = read_binary_header(cur)

@@ -1,4 +1,4 @@
-"""Single Kaldi objects in plain files: vectors (``mean.vec``), matrices (``transform.mat``), ``<Plda>``."""
+"""Single Kaldi objects in plain files: vectors (``mean.vec``), matrices, ``<Plda>``."""
 
 import os
 import re

@@ -45,7 +45,8 @@ def _looks_like_specifier(name):
 
 
 def classify_rxfilename(rx):
-    """Kaldi's ClassifyRxfilename: ('stdin', None), ('pipe', cmd), ('offset', (path, n)), ('file', path)."""
+    """Kaldi's ClassifyRxfilename: ('stdin', None), ('pipe', cmd), ('offset', (path, n))
+    or ('file', path)."""
     rx = "" if rx is None else os.fspath(rx)
     if rx == "" or rx == "-":
         return "stdin", None
@@ -205,7 +206,8 @@ class _PipeInput:
         try:
             self.proc = subprocess.Popen(command, shell=True, stdout=subprocess.PIPE)
         except OSError as err:
-            raise KaldiError("Failed to run input pipe '%s |': %s" % (command.rstrip(), err)) from None
+            raise KaldiError("Failed to run input pipe '%s |': %s" % (
+                command.rstrip(), err)) from None
 
     def close(self):
         """Wait for the command; KaldiError if it failed (a SIGPIPE after we stopped reading

@@ -30,6 +30,7 @@ _NOT_KEY[list(range(32)) + [127]] = True
 _CONTROL = re.compile(rb"[\x00-\x1f\x7f]")
 _FV_HEADER = b"\0BFV \x04"
 _GATHER_BLOCK = 2048
+_WRITE_BLOCK = 8192
 _STREAM_RESERVE = 1 << 31  # bytes of address space reserved for rows read from a pipe/stdin
 
 
@@ -985,7 +986,7 @@ class TableWriter:
 
 
 def _encode_fv_records(keys_b, X):
-    """Binary FV archive bytes and the offsets of each ``\\0B`` (vectorised for equal-length keys)."""
+    """Binary FV archive bytes and the offset of each ``\\0B`` (vectorised, equal key lengths)."""
     count, dim = X.shape
     header = _FV_HEADER + struct.pack("<i", dim)
     lengths = np.fromiter((len(k) for k in keys_b), dtype=np.int64, count=count)
@@ -1023,22 +1024,27 @@ def write_vector_table(wspecifier, keys, X):
                 writer.write(key, row)
             return
         keys_b = [key.encode() for key in keys]
-        if writer.binary:
-            data, offsets = _encode_fv_records(keys_b, X)
-        else:
-            row_format = b"%.7g " * X.shape[1]
-            records = [b"%s  [ %s]\n" % (key, row_format % tuple(row))
-                       for key, row in zip(keys_b, X.tolist())]
-            lengths = np.fromiter(map(len, records), dtype=np.int64, count=len(records))
-            key_lengths = np.fromiter(map(len, keys_b), dtype=np.int64, count=len(keys_b))
-            offsets = np.cumsum(lengths) - lengths + key_lengths + 1
-            data = b"".join(records)
-        base = writer._ark.bytes_written
-        writer._ark.write(data)
-        if writer._scp is not None:
-            name = writer._ark_name
-            writer._scp.write(b"".join(b"%s %s:%d\n" % (key, name, base + int(offset))
-                                       for key, offset in zip(keys_b, offsets)))
+        for begin in range(0, len(keys_b), _WRITE_BLOCK):
+            block_keys = keys_b[begin:begin + _WRITE_BLOCK]
+            block = X[begin:begin + _WRITE_BLOCK]
+            if writer.binary:
+                data, offsets = _encode_fv_records(block_keys, block)
+            else:
+                row_format = b"%.7g " * X.shape[1]
+                records = [b"%s  [ %s]\n" % (key, row_format % tuple(row))
+                           for key, row in zip(block_keys, block.tolist())]
+                lengths = np.fromiter(map(len, records), dtype=np.int64, count=len(records))
+                key_lengths = np.fromiter(map(len, block_keys), dtype=np.int64,
+                                          count=len(block_keys))
+                offsets = np.cumsum(lengths) - lengths + key_lengths + 1
+                data = b"".join(records)
+            base = writer._ark.bytes_written
+            writer._ark.write(data)
+            if writer._scp is not None:
+                name = writer._ark_name
+                writer._scp.write(b"".join(b"%s %s:%d\n" % (key, name, base + offset)
+                                           for key, offset in zip(block_keys,
+                                                                  offsets.tolist())))
         writer.num_written += len(keys)
 
 

@@ -81,7 +81,8 @@ def test_matrix_range_suffix_selects_rows_and_columns(tmp_path):
 
 def test_open_output_to_stdout_and_open_input_from_stdin():
     code = ("import sys; sys.path.insert(0, '.'); from pauc_backend.kaldi_io import open_input, "
-            "open_output\nwith open_input('-') as i, open_output('-') as o: o.write(i.read()[::-1])")
+            "open_output\nwith open_input('-') as i, open_output('-') as o:\n"
+            "    o.write(i.read()[::-1])")
     out = subprocess.run([sys.executable, "-c", code], input=b"abc", stdout=subprocess.PIPE,
                          check=True).stdout
     assert out == b"cba"

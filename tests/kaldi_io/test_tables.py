@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import (RandomAccessTableReader, SequentialTableReader, TableWriter,
+                                   read_vector,
                                    read_int32_table, read_token_table, read_token_vector_table,
                                    read_vector_table, streams, write_int32_table,
                                    write_token_table, write_token_vector_table,
@@ -314,3 +315,19 @@ def test_row_gather_matches_one_frombuffer_per_row(data):
     expected = np.array([np.frombuffer(buf, "<f4", dim, int(o)) for o in offsets])
     got = tables._gather_rows(buf, offsets, dim)
     assert np.array_equal(got.view(np.uint32), expected.reshape(-1, dim).view(np.uint32))
+
+
+@pytest.mark.parametrize("binary", [True, False])
+def test_writer_blocks_keep_offsets_continuous(tmp_path, monkeypatch, binary):
+    from pauc_backend.kaldi_io import tables
+    monkeypatch.setattr(tables, "_WRITE_BLOCK", 7)
+    keys = ["k%d" % i for i in range(50)]
+    values = np.random.default_rng(2).standard_normal((50, 3)).astype(np.float32)
+    opts = "ark,scp" if binary else "ark,scp,t"
+    write_vector_table("%s:%s,%s" % (opts, tmp_path / "a.ark", tmp_path / "a.scp"), keys, values)
+    if binary:
+        assert (tmp_path / "a.ark").read_bytes() == b"".join(
+            reference.record(k, v) for k, v in zip(keys, values))
+    for line, key, row in zip((tmp_path / "a.scp").read_text().splitlines(), keys, values):
+        assert line.startswith(key + " ")
+        np.testing.assert_allclose(read_vector(line.split()[1]), row, rtol=1e-6)
