@@ -1,0 +1,149 @@
+"""DET and ROC plots of one or more systems (the paper's Figs. 7 and 9), with matplotlib's Agg.
+
+matplotlib is imported inside the functions, so tools that do not plot never load it.
+``systems`` is a list of ``(label, TrialScores)``. Plots are written through ``open_output``
+(a temporary file renamed on success); the format comes from the extension, .png or .pdf.
+
+- DET: miss rate against false-alarm rate, both on normal-deviate (probit) axes with ticks in
+  percent; each system's Kaldi-EER operating point is a circle and its minDCF point a square.
+  A curve of millions of points is thinned to the points where it moves by at least 1/2000 of
+  the axis range, which is invisible at any print size.
+- ROC: true-positive rate against false-positive rate on a log axis (the low-FPR end is where
+  the pAUC lives), with the pAUC band [alpha, beta] shaded.
+"""
+
+import io
+import os
+
+import numpy as np
+from scipy.special import ndtri
+
+from pauc_backend.errors import KaldiError
+
+__all__ = ["det_figure", "roc_figure", "plot_det", "plot_roc", "check_plot_name", "DET_LABELS",
+           "ROC_LABELS"]
+
+DET_LABELS = ("False alarm rate (%)", "Miss rate (%)")
+ROC_LABELS = ("False positive rate", "True positive rate")
+_DET_TICKS = np.array([0.0001, 0.0005, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.4])
+
+
+def _pyplot():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def _thin(x, y, bins=2000):
+    """Indices of the points where (x, y) leaves its 1/bins grid cell, plus both ends."""
+    if x.size <= 2 * bins:
+        return np.arange(x.size)
+    span = lambda v: (v - v.min()) / max(v.max() - v.min(), 1e-300) * bins
+    cell_x, cell_y = np.floor(span(x)), np.floor(span(y))
+    moved = np.flatnonzero((np.diff(cell_x) != 0) | (np.diff(cell_y) != 0))
+    return np.unique(np.concatenate([[0, x.size - 1], moved, moved + 1]))
+
+
+def _percent(p):
+    return ("%.2f" % (100 * p)).rstrip("0").rstrip(".")
+
+
+def det_figure(systems, p_target=0.01, c_miss=1, c_fa=1, title=None):
+    """A matplotlib Figure with the DET curves of ``systems``."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6, 6))
+    # Axis ranges down to half the resolution 1/K (false alarms) and 1/J (misses).
+    low_x = float(np.clip(min(0.5 / t.num_non for _, t in systems), 1e-4, 0.01))
+    low_y = float(np.clip(min(0.5 / t.num_tar for _, t in systems), 1e-4, 0.01))
+    high = 0.5
+    for label, trials in systems:
+        curve = trials.det_curve()
+        pfa = np.clip(curve.pfa, low_x / 2, 1 - low_x / 2)
+        pmiss = np.clip(curve.pmiss, low_y / 2, 1 - low_y / 2)
+        keep = _thin(ndtri(pfa), ndtri(pmiss))
+        rate, threshold = trials.eer("kaldi")
+        dcf = trials.min_dcf(p_target, c_miss, c_fa)
+        line, = ax.plot(ndtri(pfa[keep]), ndtri(pmiss[keep]),
+                        label="%s (EER %.2f%%, minDCF %.4f)" % (label, 100 * rate, dcf.min_dcf))
+        eer_pmiss = np.searchsorted(trials.tar, threshold, side="left") / trials.num_tar
+        eer_pfa = 1 - np.searchsorted(trials.non, threshold, side="left") / trials.num_non
+        for (x, y), marker in (((eer_pfa, eer_pmiss), "o"), ((dcf.pfa, dcf.pmiss), "s")):
+            ax.plot(ndtri(np.clip(x, low_x / 2, 1 - low_x / 2)),
+                    ndtri(np.clip(y, low_y / 2, 1 - low_y / 2)), marker,
+                    color=line.get_color(), markerfacecolor="none" if marker == "s" else None)
+    for low, set_ticks, set_labels, set_lim in (
+            (low_x, ax.set_xticks, ax.set_xticklabels, ax.set_xlim),
+            (low_y, ax.set_yticks, ax.set_yticklabels, ax.set_ylim)):
+        ticks = _DET_TICKS[(_DET_TICKS >= low) & (_DET_TICKS <= high)]
+        set_ticks(ndtri(ticks))
+        set_labels([_percent(t) for t in ticks])
+        set_lim(ndtri(low), ndtri(high))
+    diagonal = ndtri(max(low_x, low_y)), ndtri(high)
+    ax.plot(diagonal, diagonal, ":", color="0.6", lw=0.8)
+    ax.set_xlabel(DET_LABELS[0])
+    ax.set_ylabel(DET_LABELS[1])
+    ax.grid(True, color="0.85")
+    ax.legend(loc="upper right", fontsize="small",
+              title="o: EER point, \u25a1: minDCF (p-target %g)" % p_target,
+              title_fontsize="small")
+    ax.set_title(title or "DET curve")
+    return fig
+
+
+def roc_figure(systems, alpha=0.0, beta=0.01, title=None):
+    """A matplotlib Figure with the ROC curves of ``systems`` and the pAUC band shaded."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6, 5))
+    low = max(1e-5, min(0.5 / t.num_non for _, t in systems))
+    ax.axvspan(max(float(alpha), low), float(beta), color="0.9", zorder=0,
+               label="pAUC band [%g, %g]" % (float(alpha), float(beta)))
+    for label, trials in systems:
+        curve = trials.det_curve()
+        fpr, tpr = curve.pfa[::-1], 1 - curve.pmiss[::-1]
+        keep = _thin(np.log10(np.maximum(fpr, low)), tpr)
+        try:
+            value = "pAUC %.4f" % trials.pauc(alpha, beta)[0]
+        except ValueError:
+            value = "pAUC n/a"
+        ax.plot(np.maximum(fpr[keep], low), tpr[keep],
+                label="%s (%s, AUC %.4f)" % (label, value, trials.auc()))
+    ax.set_xscale("log")
+    ax.set_xlim(low, 1)
+    ax.set_ylim(0, 1.01)
+    ax.set_xlabel(ROC_LABELS[0])
+    ax.set_ylabel(ROC_LABELS[1])
+    ax.grid(True, color="0.85")
+    ax.legend(loc="lower right", fontsize="small")
+    ax.set_title(title or "ROC curve")
+    return fig
+
+
+def check_plot_name(wxfilename):
+    """The plot format from the file name (png or pdf); KaldiError for anything else."""
+    extension = os.path.splitext(wxfilename)[1].lower().lstrip(".")
+    if extension not in ("png", "pdf"):
+        raise KaldiError("Plot file %s: the name must end in .png or .pdf" % wxfilename)
+    return extension
+
+
+def _save(fig, wxfilename):
+    from pauc_backend.kaldi_io import open_output
+    extension = check_plot_name(wxfilename)
+    buffer = io.BytesIO()
+    try:
+        fig.savefig(buffer, format=extension, dpi=150, bbox_inches="tight")
+    finally:
+        _pyplot().close(fig)
+    with open_output(wxfilename) as stream:
+        stream.write(buffer.getvalue())
+
+
+def plot_det(systems, wxfilename, p_target=0.01, c_miss=1, c_fa=1, title=None):
+    """Write the DET plot of ``systems`` to ``wxfilename`` (.png or .pdf)."""
+    _save(det_figure(systems, p_target, c_miss, c_fa, title), wxfilename)
+
+
+def plot_roc(systems, wxfilename, alpha=0.0, beta=0.01, title=None):
+    """Write the ROC plot of ``systems`` with the [alpha, beta] band to ``wxfilename``."""
+    _save(roc_figure(systems, alpha, beta, title), wxfilename)
