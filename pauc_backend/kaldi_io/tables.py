@@ -9,9 +9,11 @@ Reading loads the whole input; binary float-vector archives and scripts take a n
 through the per-record parser, which names the file, key and byte offset of any error.
 """
 
+import mmap
 import os
 import re
 import struct
+import sys
 
 import numpy as np
 
@@ -282,36 +284,73 @@ def _gather_rows(data, offsets, dim, out=None):
     return out
 
 
-class _Rows:
-    """A growing float32 (n, dim) array.
+_MADV_POPULATE_WRITE = 23  # Linux >= 5.14
+_POPULATE = sys.platform.startswith("linux")
 
-    The first allocation may be generous: np.empty does not touch its pages, and ``result()``
-    shrinks it in place (realloc), so unused capacity costs address space, not memory. Growing
-    beyond it is done in place too (ndarray.resize), never by copying into a new array.
+
+class _Rows:
+    """A growing float32 (n, dim) array for rows parsed from a stream.
+
+    Backed by a private anonymous mmap: reserving generous capacity costs address space only,
+    growing and the final trim are mremap calls (no copy), and the pages are ordinary 4 kB ones
+    (numpy would ask for transparent huge pages, whose faults stall badly on a busy machine).
     """
 
     def __init__(self, dim, capacity):
         self.dim = dim
-        capacity = max(int(capacity), 16)
+        self.row_bytes = 4 * dim
+        self.capacity = max(int(capacity), 16)
+        self.n = 0
+        self.populated = 0
+        self.mm = self._map(self.capacity)
+
+    def _map(self, rows):
+        size = max(rows * self.row_bytes, 1)
         while True:
             try:
-                self.X = np.empty((capacity, dim), dtype=np.float32)
-                break
-            except MemoryError:
-                if capacity <= 1024:
+                return mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE)
+            except (OSError, ValueError):
+                if size <= (1 << 24):
                     raise
-                capacity //= 4
-        self.n = 0
+                size //= 4
+                self.capacity = max(size // max(self.row_bytes, 1), 16)
+
+    def _view(self, begin, count):
+        return np.frombuffer(self.mm, np.float32, count * self.dim,
+                             begin * self.row_bytes).reshape(count, self.dim)
+
+    def _resize(self, rows):
+        self.populated = min(self.populated, self.n * self.row_bytes)
+        try:
+            self.mm.resize(max(rows * self.row_bytes, 1))
+        except (BufferError, OSError, SystemError, ValueError):
+            bigger = mmap.mmap(-1, max(rows * self.row_bytes, 1), flags=mmap.MAP_PRIVATE)
+            keep = min(rows, self.n) * self.row_bytes
+            bigger[:keep] = self.mm[:keep]
+            self.mm = bigger
+        self.capacity = rows
 
     def reserve(self, extra):
         need = self.n + extra
-        if need > self.X.shape[0]:
-            self.X.resize((max(need, 2 * self.X.shape[0]), self.dim), refcheck=False)
-        return self.X[self.n:need]
+        if need > self.capacity:
+            self._resize(max(need, 2 * self.capacity))
+        if _POPULATE and need * self.row_bytes > self.populated:
+            # fault in the next 32 MB in one call rather than page by page while copying
+            start = self.populated
+            end = min(max(need * self.row_bytes, start + (1 << 25)), len(self.mm))
+            try:
+                self.mm.madvise(_MADV_POPULATE_WRITE, start, end - start)
+                self.populated = end
+            except (OSError, ValueError, AttributeError):
+                self.populated = len(self.mm)  # not supported (Linux < 5.14): plain faults
+        return self._view(self.n, extra)
 
     def result(self):
-        self.X.resize((self.n, self.dim), refcheck=False)
-        return self.X
+        if self.n == 0 or self.dim == 0:
+            return np.zeros((self.n, self.dim), dtype=np.float32)
+        if self.n < self.capacity:
+            self._resize(self.n)
+        return self._view(0, self.n)
 
 
 def _fv_dim(data, pos, end):
