@@ -240,10 +240,17 @@ def _iter_ark(data, start, name, holder, permissive=False, base=0):
         yield key, value, key_pos
 
 
+def _new_rows(count, dim):
+    """An uninitialised float32 (count, dim) array in the memory _Rows uses."""
+    rows = _Rows(dim, count)
+    rows.n = count
+    return rows.result()
+
+
 def _gather_rows(data, offsets, dim, out=None):
     """Rows of ``dim`` float32 starting at byte ``offsets`` of ``data``, as one (n, dim) array."""
     if out is None:
-        out = np.empty((len(offsets), dim), dtype=np.float32)
+        out = _new_rows(len(offsets), dim)
     if len(offsets) == 0 or dim == 0:
         return out
     offsets = np.asarray(offsets, dtype=np.int64)
@@ -616,18 +623,23 @@ def _parse_offset_script(data, start):
     if not ((starts[0::2] > previous).all() and (ends[1::2] <= line_ends).all()):
         return None
     t_start, t_end = starts[1::2], ends[1::2]
-    positions = np.where(codes == 58, np.arange(codes.size), -1)
-    last_colon = np.maximum.accumulate(positions)[t_end - 1]
-    digits = t_end - last_colon - 1
-    if not ((last_colon >= t_start) & (digits >= 1) & (digits <= 15)).all():
-        return None
-    width = int(digits.max())
+    # the last 16 bytes of each target hold ":<offset>" (offsets have at most 15 digits)
+    width = 16
     index = t_end[:, None] - width + np.arange(width)
-    values = codes[np.maximum(index, 0)].astype(np.int64) - 48
-    values[np.arange(width) < (width - digits)[:, None]] = 0
-    if ((values < 0) | (values > 9)).any():
+    tail = codes[np.maximum(index, 0)]
+    colon = (tail == 58) & (index >= t_start[:, None])
+    if not colon.any(axis=1).all():
         return None
+    last = width - 1 - np.argmax(colon[:, ::-1], axis=1)
+    if (last == width - 1).any():
+        return None  # nothing after the colon
+    after = np.arange(width) > last[:, None]
+    values = tail.astype(np.int64) - 48
+    if ((after & ((values < 0) | (values > 9))).any()):
+        return None
+    values[~after] = 0
     offsets = values @ (10 ** np.arange(width - 1, -1, -1, dtype=np.int64))
+    last_colon = t_end - width + last
     path_len = last_colon - t_start
     if (path_len != path_len[0]).any():
         return None
@@ -741,7 +753,7 @@ def _fv_at_offsets(keys, paths, offsets):
             groups.append((rows, where + 10, data))
         if len(groups) == 1:
             return list(keys), _gather_rows(groups[0][2], groups[0][1], dim)
-        out = np.empty((len(keys), dim), dtype=np.float32)
+        out = _new_rows(len(keys), dim)
         for rows, data_offsets, data in groups:
             out[rows] = _gather_rows(data, data_offsets, dim)
         return list(keys), out

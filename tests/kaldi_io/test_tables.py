@@ -331,3 +331,27 @@ def test_writer_blocks_keep_offsets_continuous(tmp_path, monkeypatch, binary):
     for line, key, row in zip((tmp_path / "a.scp").read_text().splitlines(), keys, values):
         assert line.startswith(key + " ")
         np.testing.assert_allclose(read_vector(line.split()[1]), row, rtol=1e-6)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.text(st.characters(min_codepoint=33, max_codepoint=126),
+                                  min_size=1, max_size=8),
+                          st.sampled_from(["a.ark", "d:x/a.ark", "b.ark", "a.ark:", "cmd |"]),
+                          st.integers(0, 10 ** 17)), min_size=1, max_size=12),
+       st.sampled_from([" ", "\t", "  "]), st.booleans())
+def test_vectorised_script_parser_agrees_with_the_line_parser(entries, sep, final_newline):
+    from pauc_backend.kaldi_io import tables
+    text = "\n".join("%s%s%s:%d" % (key, sep, path, offset) for key, path, offset in entries)
+    data = (text + ("\n" if final_newline else "")).encode()
+    keys, targets = tables._parse_script(data, 0, "x.scp")
+    fast = tables._parse_offset_script(data, 0)
+    split = tables._split_targets(targets)
+    paths = {path for _, path, _ in entries}
+    if fast is None:  # only the cases the fast parser leaves to the line parser
+        assert len(paths) > 1 or "cmd |" in paths or \
+            any(len(str(offset)) > 15 for _, _, offset in entries)
+        return
+    fast_keys, path, offsets = fast
+    assert fast_keys == keys
+    assert split is not None and set(split[0]) == {path}
+    assert offsets.tolist() == split[1].tolist()
