@@ -9,12 +9,13 @@ exponent in s, a whole training run on 200k x 150 vectors and scoring 1M trials.
 3. score-pauc-trials on bench_plda's 1M trials (2000 x 20000, random pairs), against Kaldi's
    ivector-plda-scoring on the same size (6.5 s, figure from the issue).
 
-Usage: python benchmarks/bench_pauc_metric.py [--repeats 5] [--skip-tools]
+Usage: python benchmarks/bench_pauc_metric.py [--repeats 5] [--skip-tools] [--skip-iterations]
 """
 
 import argparse
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -24,11 +25,12 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench_plda import make_data, time_command  # noqa: E402
+from bench_plda import make_data  # noqa: E402
 
 from pauc_backend.models import ppa  # noqa: E402
 
 KALDI_SCORING_SECONDS = 6.5
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def paper_iteration(X, M, alpha, beta, delta, gamma, eta, mu):
@@ -55,6 +57,21 @@ def our_iteration(X, M, alpha, beta, delta, gamma, eta, mu):
     Y = X @ (U * np.sqrt(np.maximum(w, 0)))
     stats = ppa.pauc_batch(X, Y, alpha, beta, delta, gamma)
     return ppa.ppa_step(M, stats.gradient, eta, mu)[0]
+
+
+def time_command(argv, cwd, repeats):
+    """Median wall-clock seconds of a tool run as a subprocess (bin/ first on PATH)."""
+    env = dict(os.environ)
+    env["PATH"] = os.path.join(REPO, "bin") + os.pathsep + env.get("PATH", "")
+    seconds = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        proc = subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE)
+        seconds.append(time.perf_counter() - start)
+        if proc.returncode != 0:
+            sys.exit("%s failed:\n%s" % (argv[1], proc.stderr.decode()[-2000:]))
+    return statistics.median(seconds)
 
 
 def median_time(fn, repeats):
@@ -116,8 +133,10 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--skip-tools", action="store_true")
+    parser.add_argument("--skip-iterations", action="store_true")
     args = parser.parse_args()
-    per_iteration(args.repeats)
+    if not args.skip_iterations:
+        per_iteration(args.repeats)
     if not args.skip_tools:
         tools(3)
 

@@ -80,17 +80,22 @@ def run(opts, args):
     log = tool.log
     progress = Progress(opts.num_iters, "train-pauc-metric")
 
+    window = []
+
     def callback(record):
         progress.update(1, "%s pAUC %.3f" % (record["stage"], record["train_pauc"]))
+        window.append((record["objective"], record["train_pauc"]))
         it = record["iteration"]
         if "validation" in record and it % opts.log_every == 0:
             log.log("Iteration %d: held-out EER %s%%, pAUC %s" % (
                 it, format_float(100 * record["validation_eer"]),
                 format_float(record["validation_pauc"])))
-        if it % opts.log_every == 0 or it == 1:
-            log.log("Iteration %d (%s): objective %s, training pAUC %s" % (
-                it, record["stage"], format_float(record["objective"]),
-                format_float(record["train_pauc"])))
+        if it % opts.log_every == 0:
+            mean = np.mean(window, axis=0)
+            log.log("Iterations %d-%d (%s): mean objective (eq. 7) %s, mean training pAUC %s"
+                    % (it - len(window) + 1, it, record["stage"], format_float(mean[0]),
+                       format_float(mean[1])))
+            window.clear()
 
     model = make_estimator(opts, callback)
     spk2utt = read_token_vector_table(spk2utt_rspecifier)

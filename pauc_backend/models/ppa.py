@@ -64,10 +64,15 @@ def sample_batch(groups, s, rng):
 
 
 def squared_distances(Y):
-    """All squared Euclidean distances between rows of Y (n x n), via the Gram matrix."""
-    gram = Y @ Y.T
-    q = np.diag(gram).copy()
-    D = q[:, None] + q[None, :] - 2.0 * gram
+    """All squared Euclidean distances between rows of Y (n x n), via the Gram matrix.
+
+    ||y_a||^2 + ||y_b||^2 - 2 y_a.y_b, built in place (one n x n array), clipped at 0.
+    """
+    D = Y @ Y.T
+    q = np.diag(D).copy()
+    D *= -2.0
+    D += q[:, None]
+    D += q[None, :]
     np.maximum(D, 0.0, out=D)
     return D
 
