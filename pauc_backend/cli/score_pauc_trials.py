@@ -14,6 +14,9 @@ higher score means the same speaker and compute-eer works unchanged. Every vecto
 projected once by A (A^T A = M). The trials file has lines <key1> <key2> [<target|nontarget>];
 a trial with an unknown key is skipped with a warning. The arguments are those of
 ivector-plda-scoring; enrollment vectors are speaker averages in the metric's input space.
+Dense trial lists (most enrollment x test pairs) use a float64 Gram block; sparse ones gather
+float32 projections (as ivector-plda-scoring keeps its transformed vectors), which agree
+with float64 to about 1e-6 relative.
 
 Usage: score-pauc-trials [options] <metric> <enroll-vector-rspecifier> <test-vector-rspecifier> <trials-rxfilename> <scores-wxfilename>
 e.g.: score-pauc-trials exp/metric ark:exp/enroll_latent.ark ark:exp/test_latent.ark data/trials scores/pauc
@@ -24,6 +27,7 @@ tool.register("num-utts", "", "Accepted for symmetry with score-plda-trials and 
               "number of utterances enters through transform-plda-latent --num-utts")
 
 SUB_CHUNK = 1 << 16
+DENSE_FACTOR = 8      # Gram block if (#enroll x #test in a chunk) <= this x #trials
 
 
 def read_projected(rspecifier, A, what):
@@ -37,8 +41,7 @@ def read_projected(rspecifier, A, what):
     if not np.all(np.isfinite(X)):
         row = int(np.flatnonzero(~np.all(np.isfinite(X), axis=1))[0])
         raise KaldiError("Vector %s in %s contains NaN or Inf" % (keys[row], rspecifier))
-    Y = X.astype(np.float64) @ A.T
-    return keys, Y
+    return keys, X.astype(np.float64) @ A.T
 
 
 def run(opts, args):
@@ -57,21 +60,23 @@ def run(opts, args):
     log.log("Read %d enrollment vectors" % len(enroll_keys))
     test_keys, Yt = read_projected(test_rspecifier, A, "test")
     log.log("Read %d test vectors" % len(test_keys))
-    qe = np.einsum("ij,ij->i", Ye, Ye)
-    qt = np.einsum("ij,ij->i", Yt, Yt)
-    # A dense enrollment x test Gram matrix when it is small, else row-wise dot products.
-    gram = Ye @ Yt.T if Ye.shape[0] * Yt.shape[0] <= (1 << 24) else None
+
+    qe, qt = np.einsum("ij,ij->i", Ye, Ye), np.einsum("ij,ij->i", Yt, Yt)
+    Ye32, Yt32 = Ye.astype(np.float32), Yt.astype(np.float32)
 
     def score_fn(enroll_rows, test_rows):
-        if gram is not None:
-            dot = gram[enroll_rows, test_rows]
-        else:
-            dot = np.empty(enroll_rows.size)
-            for start in range(0, enroll_rows.size, SUB_CHUNK):
-                e = enroll_rows[start:start + SUB_CHUNK]
-                t = test_rows[start:start + SUB_CHUNK]
-                dot[start:start + SUB_CHUNK] = np.einsum("ij,ij->i", Ye[e], Yt[t])
-        return -np.maximum(qe[enroll_rows] + qt[test_rows] - 2.0 * dot, 0.0)
+        ue, ie = np.unique(enroll_rows, return_inverse=True)
+        ut, it = np.unique(test_rows, return_inverse=True)
+        if ue.size * ut.size <= DENSE_FACTOR * enroll_rows.size:
+            gram = Ye[ue] @ Yt[ut].T
+            dist = qe[enroll_rows] + qt[test_rows] - 2.0 * gram[ie, it]
+            return -np.maximum(dist, 0.0)
+        out = np.empty(enroll_rows.size)
+        for start in range(0, enroll_rows.size, SUB_CHUNK):
+            diff = Ye32[enroll_rows[start:start + SUB_CHUNK]]
+            diff -= Yt32[test_rows[start:start + SUB_CHUNK]]
+            out[start:start + SUB_CHUNK] = np.einsum("ij,ij->i", diff, diff)
+        return -out
 
     num_done = score_trial_list(log, trials_rx, scores_wx, enroll_keys, test_keys, score_fn)
     return 0 if num_done else 1

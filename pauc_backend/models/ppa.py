@@ -9,7 +9,6 @@ import math
 from collections import namedtuple
 
 import numpy as np
-import scipy.sparse
 
 BatchStats = namedtuple("BatchStats", "gradient hinge target_mean pauc num_targets num_negatives")
 BatchStats.__doc__ = """Outcome of one batch at the current metric.
@@ -154,6 +153,8 @@ def laplacian_scatter(X, a, b, w):
 
     W is sparse (J + R entries), so this costs O((J + R) d + n d^2) instead of O(J R d^2).
     """
+    import scipy.sparse  # here, so that scoring tools do not pay for the import
+
     n = X.shape[0]
     deg = np.bincount(a, weights=w, minlength=n) + np.bincount(b, weights=w, minlength=n)
     W = scipy.sparse.csr_matrix((w, (a, b)), shape=(n, n))

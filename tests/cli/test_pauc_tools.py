@@ -189,3 +189,19 @@ def test_transform_vectors_with_the_transform_reproduces_the_scores(data):
         k1, k2, score = line.split()
         z = E[ek.index(k1)].astype(np.float64) - T[tk.index(k2)]
         assert float(score) == pytest.approx(-(z @ z), rel=1e-4, abs=1e-4)
+
+
+def test_sparse_and_dense_scoring_paths_agree(data, monkeypatch):
+    from pauc_backend.cli import score_pauc_trials
+    tmp = data[0]
+    monkeypatch.chdir(tmp)
+    assert train(tmp).returncode == 0
+    args = ["metric", "ark:enroll.ark", "ark:test.ark", "trials"]
+    assert score_pauc_trials.main(args + ["dense"]) == 0
+    monkeypatch.setattr(score_pauc_trials, "DENSE_FACTOR", 0)
+    assert score_pauc_trials.main(args + ["sparse"]) == 0
+    dense = [l.split() for l in (tmp / "dense").read_text().splitlines()]
+    sparse = [l.split() for l in (tmp / "sparse").read_text().splitlines()]
+    assert [r[:2] for r in dense] == [r[:2] for r in sparse] and len(dense) == 100
+    np.testing.assert_allclose([float(r[2]) for r in sparse], [float(r[2]) for r in dense],
+                               rtol=2e-6, atol=1e-6)
