@@ -21,6 +21,8 @@
 # local/gamma_mu_grid.sh; local/make_results.sh writes RESULTS.md.
 
 set -o pipefail
+command_line="./run.sh $*"
+start_time=$(date +%s)
 orig_pwd=$PWD
 cd "$(dirname "$(readlink -f "$0")")" || exit 1
 . ./path.sh || exit 1
@@ -155,6 +157,8 @@ if [ $stage -le 6 ] && [ $stop_stage -ge 6 ]; then
   echo "$0: stage 6: results"
   utils/results_table.sh --title "ETRI i-vectors, LDA $lda_dim, $(wc -l < $trials) trials" \
     --plots $exp/det.png,$exp/roc.png $trials $exp/scores $exp/calibrated $systems \
-    > $exp/results.md || exit 1
+    > $exp/results.md.tmp || exit 1
+  echo "_Command: \`$command_line\` (stages $stage-6: $(( $(date +%s) - start_time )) s)._" >> $exp/results.md.tmp
+  mv $exp/results.md.tmp $exp/results.md
   cat $exp/results.md
 fi

@@ -76,6 +76,7 @@ report() {
     for name in Pooled:$sre16_trials Tagalog:$sre16_trials_tgl Cantonese:$sre16_trials_yue; do
       [ -f "${name#*:}" ] || continue
       value=$(evaluate $what $scores ${name#*:}) || return 1
+      [ $what = eer ] && value+=%
       line+="${line:+, }${name%%:*} $value"
     done
     case $what in

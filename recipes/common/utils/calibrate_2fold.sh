@@ -8,13 +8,15 @@
 # Reads <scores-dir>/<system> ("key1 key2 score"), writes <out-dir>/<system> (same order, llr),
 # <out-dir>/fold{1,2}/... (trials and models). Folds: the enrolled speakers (first trial column)
 # in sorted order, alternately to fold 1 and fold 2.
-# Options: --cmd CMD (job runner, default utils/local_run.sh), --prior P (default 0.01).
+# Options: --cmd CMD (job runner, default utils/local_run.sh), --prior P (default 0.01),
+# --nj N (systems calibrated at once, default 2).
 
 cmd="$(dirname "$(readlink -f "$0")")/local_run.sh"
 prior=0.01
+nj=2
 . "$(dirname "$(readlink -f "$0")")/parse_options.sh" || exit 1
 if [ $# -lt 4 ]; then
-  echo "Usage: $0 [--cmd CMD] [--prior P] <trials> <scores-dir> <out-dir> <system>..." >&2
+  echo "Usage: $0 [--cmd CMD] [--prior P] [--nj N] <trials> <scores-dir> <out-dir> <system>..." >&2
   exit 1
 fi
 set -o pipefail
@@ -29,23 +31,37 @@ for fold in 1 2; do
   [ -s $out/fold$fold/trials ] || { echo "$0: fold $fold has no trials" >&2; exit 1; }
 done
 
-for system in "$@"; do
+calibrate() {  # <system>
+  local system=$1 fold other
   for fold in 1 2; do
     awk -v f=$fold 'NR == FNR { fold[$1] = $2; next } fold[$1] == f' $out/speaker_folds \
-      $scores_dir/$system > $out/fold$fold/$system.scores || exit 1
+      $scores_dir/$system > $out/fold$fold/$system.scores || return 1
   done
   for fold in 1 2; do
     other=$((3 - fold))
     $cmd $out/log/train_$system.fold$fold.log \
       train-calibration --prior=$prior $out/fold$fold/trials $out/fold$fold/$system.scores \
-      $out/fold$fold/$system.calibration || exit 1
+      $out/fold$fold/$system.calibration || return 1
     $cmd $out/log/apply_$system.fold$other.log \
       apply-calibration $out/fold$fold/$system.calibration $out/fold$other/$system.scores \
-      $out/fold$other/$system.llr || exit 1
+      $out/fold$other/$system.llr || return 1
   done
   # Back to the order of the input scores.
   awk 'FILENAME != ARGV[3] { llr[$1 " " $2] = $3; next }
        { key = $1 " " $2; if (!(key in llr)) exit 1; print key, llr[key] }' \
     $out/fold1/$system.llr $out/fold2/$system.llr $scores_dir/$system > $out/$system || {
-      echo "$0: could not merge the calibrated scores of $system" >&2; exit 1; }
+      echo "$0: could not merge the calibrated scores of $system" >&2; return 1; }
+}
+
+pids=()
+failed=false
+for system in "$@"; do
+  calibrate $system &
+  pids+=($!)
+  if [ ${#pids[@]} -ge $nj ]; then
+    wait ${pids[0]} || failed=true
+    pids=("${pids[@]:1}")
+  fi
 done
+for pid in "${pids[@]}"; do wait $pid || failed=true; done
+! $failed

@@ -131,6 +131,14 @@ system_label() {
 
 # evaluate eer|mindcf|mindcf0.001|pauc <scores> <trials>: one number, as the recipes print it.
 evaluate() {
+  local what=$1 scores=$2 trials=$3 value
+  value=$(_evaluate "$@") && [ -n "$value" ] || {
+    echo "$0: computing $what of $scores on $trials failed" >&2
+    return 1
+  }
+  echo "$value"
+}
+_evaluate() {
   local what=$1 scores=$2 trials=$3
   case $what in
     eer)
@@ -146,13 +154,20 @@ evaluate() {
       if $use_kaldi && [ -x sid/compute_min_dcf.py ]; then
         sid/compute_min_dcf.py --p-target $p "$scores" "$trials" 2>/dev/null
       else
-        compute-eer-pauc --report=kaldi --p-target=$p "$scores" "$trials" 2>/dev/null |
-          awk '/^minDCF/ { print $NF; exit }'
+        _table_column "minDCF($p)" --p-target=$p "$scores" "$trials"
       fi
       ;;
     pauc)
-      compute-eer-pauc --report=kaldi "$scores" "$trials" 2>/dev/null |
-        awk '/^pAUC/ { print $NF; exit }'
+      _table_column "pAUC[0,0.01]" "$scores" "$trials"
       ;;
   esac
+}
+
+# _table_column <column> <compute-eer-pauc arguments...>: one column of --report=table.
+_table_column() {
+  local column=$1
+  shift
+  compute-eer-pauc --report=table "$@" 2>/dev/null |
+    awk -v c="$column" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == c) k = i; next }
+                        NR == 2 && k { print $k; found = 1 } END { exit !found }'
 }

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# All the evaluation figures of one scores file, one "<name> <value>" line each, from a single
+# compute-eer-pauc call: EER (%), minDCF (at --p-target), pAUC ([0,0.01]), AUC, AP (%), and with
+# --llr true (calibrated log-likelihood ratios) also actDCF and Cllr.
+#
+# Usage: evaluate.sh [--llr true|false] [--p-target P] <scores> <trials>
+#  e.g.: utils/evaluate.sh exp/scores/plda data/trials | awk '$1 == "EER" { print $2 }'
+
+llr=false
+p_target=0.01
+. "$(dirname "$(readlink -f "$0")")/parse_options.sh" || exit 1
+if [ $# -ne 2 ]; then
+  echo "Usage: $0 [--llr true|false] [--p-target P] <scores> <trials>" >&2
+  exit 1
+fi
+set -o pipefail
+options="--report=json --p-target=$p_target"
+$llr && options+=" --llr"
+json=$(compute-eer-pauc $options "$1" "$2" 2> >(grep -v '^LOG\|^compute-eer-pauc ' >&2)) || {
+  echo "$0: compute-eer-pauc failed on $1" >&2; exit 1; }
+python3 -c '
+import json, sys
+r = json.loads(sys.argv[1])
+print("EER %.6g" % (100 * r["eer"]))
+print("minDCF %.6g" % r["min_dcf"][0]["min_dcf"])
+print("pAUC %.6g" % r["pauc"])
+print("AUC %.6g" % r["auc"])
+print("AP %.6g" % (100 * r["average_precision"]))
+if "cllr" in r:
+    print("actDCF %.6g" % r["act_dcf"][0]["act_dcf"])
+    print("Cllr %.6g" % r["cllr"])
+' "$json"

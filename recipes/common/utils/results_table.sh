@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# One results table for several systems scored on the same trials (Markdown): EER, minDCF and
+# pAUC[0,0.01], AUC and AP of the raw scores, actDCF and Cllr of the calibrated ones; optionally
+# DET and ROC plots of every system.
+#
+# Usage: results_table.sh [options] <trials> <scores-dir> <calibrated-dir> <system> [<system>...]
+#  e.g.: utils/results_table.sh --plots exp/det.png,exp/roc.png data/trials exp/scores exp/calibrated plda cosine
+# Options: --title T (plot title), --plots DET,ROC (png or pdf files), --p-target P (0.01),
+# --nj N (systems evaluated at once, default 2).
+
+title=
+plots=
+p_target=0.01
+nj=2
+utils=$(dirname "$(readlink -f "$0")")
+. $utils/parse_options.sh || exit 1
+if [ $# -lt 4 ]; then
+  echo "Usage: $0 [--title T] [--plots DET,ROC] <trials> <scores-dir> <calibrated-dir> <system>..." >&2
+  exit 1
+fi
+set -o pipefail
+trials=$1 scores=$2 calibrated=$3
+shift 3
+
+label_of() {
+  case $1 in
+    cosine) echo "Cosine" ;;
+    plda) echo "PLDA" ;;
+    plda_adapt) echo "PLDA-adp" ;;
+    pauc_lnorm) echo "pAUCMetric (length-norm)" ;;
+    triplet_lnorm) echo "TripletMetric (length-norm)" ;;
+    pauc_plda) echo "pAUCMetric (PLDA latent)" ;;
+    triplet_plda) echo "TripletMetric (PLDA latent)" ;;
+    pauc_plda_adapt) echo "pAUCMetric (PLDA-adp latent)" ;;
+    triplet_plda_adapt) echo "TripletMetric (PLDA-adp latent)" ;;
+    *) echo "$1" ;;
+  esac
+}
+
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+evaluate() {  # <system>: raw figures, then calibrated ones, in $tmp/<system>
+  { $utils/evaluate.sh --p-target $p_target $scores/$1 $trials &&
+    $utils/evaluate.sh --llr true --p-target $p_target $calibrated/$1 $trials; } > $tmp/$1
+}
+pids=()
+failed=false
+for system in "$@"; do
+  evaluate $system &
+  pids+=($!)
+  if [ ${#pids[@]} -ge $nj ]; then
+    wait ${pids[0]} || failed=true
+    pids=("${pids[@]:1}")
+  fi
+done
+for pid in "${pids[@]}"; do wait $pid || failed=true; done
+$failed && exit 1
+
+echo "| System | EER(%) | minDCF($p_target) | pAUC[0,0.01] | AUC | AP(%) | actDCF($p_target) | Cllr |"
+echo "|---|---|---|---|---|---|---|---|"
+plot_args=()
+for system in "$@"; do
+  awk -v label="$(label_of $system)" '
+    NR <= 5 { raw[$1] = $2; next }
+    { cal[$1] = $2 }
+    END { printf "| %s | %.2f | %.4f | %.4f | %.4f | %.2f | %.4f | %.4f |\n", label, raw["EER"],
+            raw["minDCF"], raw["pAUC"], raw["AUC"], raw["AP"], cal["actDCF"], cal["Cllr"] }' \
+    $tmp/$system || exit 1
+  plot_args+=("$(label_of $system):$scores/$system")
+done
+if [ -n "$plots" ]; then
+  plot-det-roc --output=${plots%%,*} --output-roc=${plots#*,} --title="$title" \
+    $trials "${plot_args[@]}" 2> >(grep -v '^LOG\|^plot-det-roc ' >&2) || {
+    echo "$0: plot-det-roc failed" >&2; exit 1; }
+fi

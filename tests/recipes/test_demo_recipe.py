@@ -1,0 +1,61 @@
+"""recipes/demo/run.sh end to end (the README's first command): every system, every metric, plots."""
+
+import math
+import subprocess
+
+import pytest
+
+from conftest import REPO, tool_env
+
+SYSTEMS = ["Cosine", "PLDA", "PLDA-adp", "TripletMetric (length-norm)",
+           "pAUCMetric (length-norm)", "TripletMetric (PLDA latent)", "pAUCMetric (PLDA latent)",
+           "TripletMetric (PLDA-adp latent)", "pAUCMetric (PLDA-adp latent)"]
+METRICS = ["EER(%)", "minDCF(0.01)", "pAUC[0,0.01]", "AUC", "AP(%)", "actDCF(0.01)", "Cllr"]
+
+
+def table_rows(text):
+    """The results table as {system: {metric: value}} (Markdown pipes table)."""
+    lines = [l for l in text.splitlines() if l.startswith("|")]
+    header = [c.strip() for c in lines[0].strip("|").split("|")]
+    rows = {}
+    for line in lines[2:]:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        rows[cells[0]] = dict(zip(header[1:], cells[1:]))
+    return header, rows
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    out = tmp_path_factory.mktemp("demo")
+    # From an unrelated working directory, writing under --dir.
+    proc = subprocess.run(["bash", str(REPO / "recipes/demo/run.sh"), "--dir", "work"],
+                          cwd=out, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          env=tool_env(), timeout=900)
+    assert proc.returncode == 0, proc.stdout.decode() + proc.stderr.decode()
+    return out / "work", proc.stdout.decode()
+
+
+def test_demo_table_has_every_system_and_metric_with_finite_values(demo):
+    _, stdout = demo
+    header, rows = table_rows(stdout)
+    assert header[1:] == METRICS
+    assert list(rows) == SYSTEMS
+    for system, values in rows.items():
+        for metric in METRICS:
+            value = float(values[metric])
+            assert math.isfinite(value), (system, metric)
+        assert 0 <= float(values["EER(%)"]) <= 50
+        assert 0 <= float(values["pAUC[0,0.01]"]) <= 1 and 0.5 <= float(values["AUC"]) <= 1
+
+
+def test_demo_writes_det_and_roc_plots_and_kaldi_style_outputs(demo):
+    work, _ = demo
+    for plot in ("det.png", "roc.png"):
+        data = (work / "exp" / plot).read_bytes()
+        assert data.startswith(b"\x89PNG") and len(data) > 10000
+    trials = (work / "data/trials").read_text().splitlines()
+    for system in ("cosine", "plda", "plda_adapt", "pauc_plda", "triplet_lnorm"):
+        scores = (work / "exp/scores" / system).read_text().splitlines()
+        assert [s.split()[:2] for s in scores] == [t.split()[:2] for t in trials]
+        calibrated = (work / "exp/calibrated" / system).read_text().splitlines()
+        assert [s.split()[:2] for s in calibrated] == [t.split()[:2] for t in trials]
