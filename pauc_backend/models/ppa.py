@@ -52,14 +52,35 @@ def ppa_step(M, gradient, eta, mu):
 def sample_batch(groups, s, rng):
     """Row indices of a batch: s speakers, two distinct utterances each, as rows (2i, 2i+1).
 
-    ``groups`` is a list of index arrays (one per speaker with >= 2 utterances).
+    ``groups`` is a list of index arrays (one per speaker with >= 2 utterances). Vectorised:
+    the second utterance is drawn among the n-1 others of the speaker.
     """
+    members, starts, sizes = _flat_groups(groups)
     speakers = rng.choice(len(groups), size=s, replace=False)
+    n = sizes[speakers]
+    u = rng.random((s, 2))
+    first = np.minimum((u[:, 0] * n).astype(np.int64), n - 1)
+    second = np.minimum((u[:, 1] * (n - 1)).astype(np.int64), n - 2)
+    second += second >= first
     out = np.empty(2 * s, dtype=np.int64)
-    for i, spk in enumerate(speakers):
-        members = groups[spk]
-        out[2 * i:2 * i + 2] = members[rng.choice(len(members), size=2, replace=False)]
+    out[0::2] = members[starts[speakers] + first]
+    out[1::2] = members[starts[speakers] + second]
     return out
+
+
+_GROUP_CACHE = {}
+
+
+def _flat_groups(groups):
+    key = id(groups)
+    cached = _GROUP_CACHE.get(key)
+    if cached is None or cached[0] is not groups:
+        sizes = np.array([len(g) for g in groups], dtype=np.int64)
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        members = np.concatenate(groups).astype(np.int64)
+        _GROUP_CACHE.clear()
+        cached = _GROUP_CACHE[key] = (groups, (members, starts, sizes))
+    return cached[1]
 
 
 def squared_distances(Y):

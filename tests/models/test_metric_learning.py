@@ -286,3 +286,18 @@ def test_early_stopping_keeps_the_best_held_out_iteration_and_refits():
     refit = [h for h in model.history_ if h["stage"] == "refit"]
     assert len(refit) == model.best_iteration_
     assert model.best_validation_ == best["validation"]
+
+
+def test_batches_hold_two_distinct_utterances_of_distinct_speakers():
+    rng = np.random.default_rng(12)
+    groups = [np.arange(10 * k, 10 * k + 2 + k % 5) for k in range(30)]
+    seen = set()
+    for _ in range(300):
+        rows = ppa.sample_batch(groups, 12, rng)
+        spk = rows // 10
+        assert np.all(spk[0::2] == spk[1::2]) and np.unique(spk[0::2]).size == 12
+        assert np.all(rows[0::2] != rows[1::2])
+        assert all(r in groups[r // 10] for r in rows)
+        seen.update((int(a), int(b)) for a, b in zip(rows[0::2], rows[1::2]))
+    # every ordered pair of the 2-utterance speakers shows up
+    assert {(0, 1), (1, 0)} <= seen
