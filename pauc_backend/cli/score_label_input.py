@@ -64,8 +64,9 @@ def _round_float32(text):
     if abs(exact) >= _FLT_OVERFLOW:
         return None
     guess = np.float32(float(exact))
-    candidates = [np.nextafter(guess, np.float32(-np.inf)), guess,
-                  np.nextafter(guess, np.float32(np.inf))]
+    with np.errstate(over="ignore"):
+        candidates = [c for c in (np.nextafter(guess, np.float32(-np.inf)), guess,
+                                  np.nextafter(guess, np.float32(np.inf))) if np.isfinite(c)]
     best = min(candidates, key=lambda c: (abs(Fraction(float(c)) - exact),
                                           int(np.array(c).view(np.uint32)) & 1))
     value = float(best)
@@ -171,6 +172,7 @@ def _decode_general(buf, starts, lengths):
     least one mantissa digit): (float32 values, decoded mask)."""
     words = _words(buf)
     ok = lengths <= 24
+    lengths = np.minimum(lengths, 24)          # longer tokens are refused; keep reads in range
     chunks = [words[starts + 8 * k] for k in range(3)]
     keeps = [_LOW_BYTES[np.clip(lengths - 8 * k, 0, 8)] for k in range(3)]
     first = chunks[0] & _U(0xFF)

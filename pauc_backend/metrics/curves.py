@@ -18,7 +18,6 @@ scikit-learn's convention). With J target and K non-target scores:
 from collections import namedtuple
 
 import numpy as np
-from scipy.optimize import isotonic_regression
 
 from pauc_backend.metrics.validation import check_scores
 
@@ -78,6 +77,7 @@ def roc_curve(target_scores, nontarget_scores):
 
 def rocch_sorted(tar_sorted, non_sorted):
     """``(pmiss, pfa)`` hull vertices from ascending target and non-target arrays."""
+    from scipy.optimize import isotonic_regression   # slow to import; only the hull needs it
     _, tar_le, non_le = score_groups(tar_sorted, non_sorted)
     n_tar = np.diff(tar_le, prepend=0).astype(np.float64)
     n_non = np.diff(non_le, prepend=0).astype(np.float64)

@@ -1,0 +1,246 @@
+"""compute-eer-pauc: byte-for-byte compute-eer on the golden files, compute_min_dcf.py's line,
+Kaldi's errors for bad input, the keyed join, the reports, and the parser against strtof."""
+
+import ctypes
+import ctypes.util
+import json
+import re
+
+import numpy as np
+import pytest
+from conftest import run_shell, run_tool
+
+from pauc_backend.cli.score_label_input import (_parse_lines_exactly, kaldi_string_to_float,
+                                                parse_score_labels)
+from pauc_backend.errors import KaldiError
+
+GOLDEN_NAMES = ["plda_numutts", "plda_adapt_numutts", "plda_nonumutts", "plda_adapt_nonumutts",
+                "plda_numutts_simplelen", "plda_numutts_nolen"]
+HEADER = re.compile(r"^(LOG|WARNING|ERROR) \(([^\[\s]+)\[[^\]]*\]:\S*\) (.*)$")
+
+
+def log_messages(stderr, level="LOG"):
+    lines = stderr.decode().splitlines()
+    return [m.group(3) for m in map(HEADER.match, lines) if m and m.group(1) == level]
+
+
+def kaldi_message(line):
+    return HEADER.match(line).group(3)
+
+
+@pytest.mark.parametrize("name", GOLDEN_NAMES)
+def test_drop_in_mode_prints_what_compute_eer_prints(golden, name):
+    proc = run_shell("paste data/trials scores/%s | awk '{print $6, $3}' | compute-eer-pauc -"
+                     % name, cwd=golden)
+    ref_err = (golden / "eer" / (name + ".stderr")).read_text().splitlines()
+    assert proc.stdout == (golden / "eer" / (name + ".stdout")).read_bytes()
+    assert proc.returncode == int((golden / "eer" / (name + ".rc")).read_text())
+    ours = proc.stderr.decode().splitlines()
+    assert ours[0] == ref_err[0].replace("compute-eer", "compute-eer-pauc", 1)
+    assert HEADER.match(ours[1]).group(3) == kaldi_message(ref_err[1])
+
+
+def test_recipe_capture_works_unchanged(golden):
+    proc = run_shell('eer=$(paste data/trials scores/plda_numutts | awk \'{print $6, $3}\' | '
+                     'compute-eer-pauc - 2>/dev/null); echo "EER: $eer%"', cwd=golden)
+    assert proc.stdout == b"EER: 5.5%\n"
+
+
+@pytest.mark.parametrize("name", GOLDEN_NAMES)
+def test_keyed_mode_logs_compute_min_dcf_lines(golden, name):
+    proc = run_tool("compute-eer-pauc", "--p-target=0.01,0.005,0.001", "scores/" + name,
+                    "data/trials", cwd=golden)
+    assert proc.returncode == 0
+    for p in ("0.01", "0.005", "0.001"):
+        ref = (golden / "mindcf" / ("%s_p%s.stderr" % (name, p))).read_text().splitlines()[1]
+        assert ref in log_messages(proc.stderr)
+    assert proc.stdout == (golden / "eer" / (name + ".stdout")).read_bytes()
+
+
+def test_keyed_json_min_dcf_prints_as_compute_min_dcf_stdout(golden):
+    proc = run_tool("compute-eer-pauc", "--report=json", "--p-target=0.01,0.005,0.001",
+                    "scores/plda_adapt_numutts", "data/trials", cwd=golden)
+    summary = json.loads(proc.stdout)
+    for item in summary["min_dcf"]:
+        ref = golden / "mindcf" / ("plda_adapt_numutts_p%s.stdout" % item["p_target"])
+        assert "{0:.4f}\n".format(item["min_dcf"]) == ref.read_text()
+
+
+# -- bad input: Kaldi's messages, exit 255 -------------------------------------------------
+
+@pytest.mark.parametrize("text, message", [
+    (b"1.5\n", "Invalid input line (must have two fields): 1.5"),
+    (b"1.5 target extra\n", "Invalid input line (must have two fields): 1.5 target extra"),
+    (b"0.5 nontarget\n\n", "Invalid input line (must have two fields): "),
+    (b"abc target\n", "Invalid input line (first field must be float): abc target"),
+    (b"1.5x target\n", "Invalid input line (first field must be float): 1.5x target"),
+    (b"1e999 target\n", "Invalid input line (first field must be float): 1e999 target"),
+    (b"1.5 targets\n", "Invalid input line (second field must be 'target' or 'nontarget')"),
+    (b"1.5 target\r\n", "Invalid input line (second field must be 'target' or 'nontarget')"),
+    (b"1.5 target\n2.5 target\n", "No non-target scores seen."),
+    (b"1.5 nontarget\n", "No target scores seen."),
+    (b"", "Empty input."),
+    (b"nan target\n1 nontarget\n", "Invalid input line (score is NaN): nan target"),
+])
+def test_bad_input_gives_kaldis_error_and_exit_255(text, message):
+    proc = run_tool("compute-eer-pauc", "-", input=text)
+    assert proc.returncode == 255
+    assert proc.stdout == b""
+    assert log_messages(proc.stderr, "ERROR") == [message]
+
+
+def test_first_bad_line_deep_in_a_large_input_is_the_one_reported():
+    rng = np.random.default_rng(0)
+    lines = ["%.7g %s" % (s, "target" if t else "nontarget")
+             for s, t in zip(rng.normal(size=200000), rng.random(200000) < 0.1)]
+    lines[150000] = "0.25 tar get"
+    lines[170000] = "oops target"
+    proc = run_tool("compute-eer-pauc", "-", input=("\n".join(lines) + "\n").encode())
+    assert proc.returncode == 255
+    assert log_messages(proc.stderr, "ERROR") == [
+        "Invalid input line (must have two fields): 0.25 tar get"]
+
+
+def test_missing_input_file_is_an_error(tmp_path):
+    proc = run_tool("compute-eer-pauc", tmp_path / "nothing")
+    assert proc.returncode == 255 and len(log_messages(proc.stderr, "ERROR")) == 1
+
+
+# -- the parser: fast path = exact path = strtof -------------------------------------------
+
+def test_fast_and_exact_paths_agree_on_every_layout_compute_eer_accepts():
+    rng = np.random.default_rng(1)
+    formats = ["%.7g", "%.6f", "%+.3f", "%.9g", "%.4e", "%g", "%.0f", "%r", "%.12g"]
+    blanks = [" ", "\t", "  ", " \t "]
+    rows = []
+    for i in range(30000):
+        value = float(rng.normal() * 10.0 ** rng.integers(-6, 8))
+        text = formats[i % len(formats)] % value
+        text = {0: text, 1: "." + "5" * (i % 5 + 1), 2: "5.", 3: "-0", 4: "inf",
+                5: "-Infinity", 6: "1234567890123456789012345678.5e-20",
+                7: "0.000000000000000000000000000012345"}.get(i % 97, text)
+        lead = " " if i % 13 == 0 else ""
+        trail = "\t" if i % 17 == 0 else ""
+        label = "target" if rng.random() < 0.2 else "nontarget"
+        rows.append(lead + text + blanks[i % 4 if i % 7 == 0 else 0] + label + trail)
+    data = ("\n".join(rows)).encode()          # the last line has no newline: still a line
+    scores, labels = parse_score_labels(data)
+    ref_scores, ref_labels = _parse_lines_exactly(data + b"\n")
+    assert scores.size == 30000
+    np.testing.assert_array_equal(scores.view(np.uint32), ref_scores.view(np.uint32))
+    np.testing.assert_array_equal(labels, ref_labels)
+
+
+def test_canonical_numbers_decode_to_libc_strtof_bit_for_bit():
+    strtof = ctypes.CDLL(ctypes.util.find_library("c")).strtof
+    strtof.restype, strtof.argtypes = ctypes.c_float, [ctypes.c_char_p, ctypes.c_void_p]
+    rng = np.random.default_rng(2)
+    tokens = []
+    for _ in range(20000):
+        f = np.float32(rng.normal() * 10.0 ** rng.integers(-5, 7))
+        mid = (float(f) + float(np.nextafter(f, np.float32(np.inf)))) / 2    # a tie
+        tokens += [b"%.7g" % f, b"%.9g" % mid, b"%.8f" % mid, b"%.3f" % f]
+    data = b"".join(t + b" nontarget\n" for t in tokens) + b"0 target\n"
+    scores, _ = parse_score_labels(data)
+    expected = np.array([strtof(t, None) for t in tokens], dtype=np.float32)
+    np.testing.assert_array_equal(scores[:-1].view(np.uint32), expected.view(np.uint32))
+
+
+@pytest.mark.parametrize("token, value", [
+    (b"1.5\r", 1.5), (b"\x0b2", 2.0), (b"INF", np.inf), (b"-1.#INF", -np.inf),
+    (b"1e-60", 0.0), (b"-1e-60", -0.0), (b"3.4028235e38", 3.4028234663852886e38),
+    (b"1e39", None), (b"0x10", None), (b"1_0", None), (b"1e", None), (b".", None),
+    (b"+.5", 0.5), (b"1e99999999999", None), (b"-0e99999999999", -0.0),
+])
+def test_kaldi_conversion_of_single_fields(token, value):
+    result = kaldi_string_to_float(token)
+    if value is None:
+        assert result is None
+    else:
+        assert result == value and np.signbit(result) == np.signbit(value)
+
+
+# -- keyed mode: join by key, not by line ------------------------------------------------
+
+def write(path, lines):
+    path.write_text("".join(line + "\n" for line in lines))
+    return str(path)
+
+
+def test_keyed_join_ignores_line_order_and_reports_missing_scores(golden, tmp_path):
+    scores = (golden / "scores/plda_numutts").read_text().splitlines()
+    shuffled = scores[::-1]
+    del shuffled[100]                                   # one trial loses its score
+    shuffled.append("ev999 ev001-tst01 3.5")            # a score with no trial
+    proc = run_tool("compute-eer-pauc", "--report=json", write(tmp_path / "s", shuffled),
+                    golden / "data/trials")
+    assert proc.returncode == 0
+    warnings = log_messages(proc.stderr, "WARNING")
+    assert any(w.startswith("1 scores in") and "ev999 ev001-tst01" in w for w in warnings)
+    assert any(w.startswith("1 of 16000 trials in") for w in warnings)
+    summary = json.loads(proc.stdout)
+    assert summary["num_target"] + summary["num_nontarget"] == 15999
+
+
+def test_duplicate_trial_is_an_error(golden, tmp_path):
+    trials = (golden / "data/trials").read_text().splitlines()
+    trials.append(trials[5])
+    proc = run_tool("compute-eer-pauc", golden / "scores/plda_numutts",
+                    write(tmp_path / "t", trials))
+    assert proc.returncode == 255
+    assert re.search(r"Trial '\S+ \S+' appears twice in trials file .* \(lines 6 and 16001\)",
+                     log_messages(proc.stderr, "ERROR")[0])
+
+
+def test_unknown_label_in_trials_is_an_error(tmp_path):
+    proc = run_tool("compute-eer-pauc", write(tmp_path / "s", ["a b 1", "a c 2"]),
+                    write(tmp_path / "t", ["a b target", "a c impostor"]))
+    assert proc.returncode == 255
+    assert "Bad label 'impostor' on line 2" in log_messages(proc.stderr, "ERROR")[0]
+
+
+# -- reports, options, plots ---------------------------------------------------------------
+
+def test_table_report_has_one_aligned_row(golden):
+    proc = run_tool("compute-eer-pauc", "--report=table", "--p-target=0.01,0.005",
+                    "scores/plda_numutts", "data/trials", cwd=golden)
+    header, row = proc.stdout.decode().splitlines()
+    assert header.split() == ["EER(%)", "minDCF(0.01)", "minDCF(0.005)", "pAUC[0,0.01]",
+                              "AUC", "AP(%)"]
+    assert row.split()[:3] == ["5.50", "0.5840", "0.6598"]
+
+
+def test_llr_option_adds_calibration_metrics(golden):
+    proc = run_tool("compute-eer-pauc", "--llr", "scores/plda_numutts", "data/trials",
+                    cwd=golden)
+    logged = " ".join(log_messages(proc.stderr))
+    assert proc.returncode == 0 and "actDCF is" in logged and "minCllr is" in logged
+
+
+def test_pauc_band_too_narrow_for_the_non_targets_is_a_warning_not_a_failure():
+    proc = run_tool("compute-eer-pauc", "-", input=b"1 target\n0 nontarget\n0.5 nontarget\n")
+    assert proc.returncode == 0 and proc.stdout == b"0"
+    assert any("pAUC[0,0.01] is undefined" in w for w in log_messages(proc.stderr, "WARNING"))
+
+
+@pytest.mark.parametrize("option", ["--p-target=0", "--p-target=0.01,x", "--det-plot=a.svg"])
+def test_bad_options_are_errors_before_any_output(golden, option):
+    proc = run_tool("compute-eer-pauc", option, "scores/plda_numutts", "data/trials",
+                    cwd=golden)
+    assert proc.returncode == 255 and proc.stdout == b""
+
+
+def test_plots_are_written_as_png_and_pdf(golden, tmp_path):
+    det, roc = tmp_path / "det.png", tmp_path / "roc.pdf"
+    proc = run_tool("compute-eer-pauc", "--det-plot=%s" % det, "--roc-plot=%s" % roc,
+                    "scores/plda_numutts", "data/trials", cwd=golden)
+    assert proc.returncode == 0
+    assert det.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert roc.read_bytes()[:5] == b"%PDF-" and b"%%EOF" in roc.read_bytes()[-32:]
+
+
+def test_tools_that_do_not_plot_do_not_import_matplotlib(golden):
+    proc = run_shell("python -c \"import sys; from pauc_backend.cli import compute_eer_pauc as m; "
+                     "m.main(['scores/plda_numutts', 'data/trials']); "
+                     "print('matplotlib' in sys.modules)\"", cwd=golden)
+    assert proc.stdout.endswith(b"False\n")
