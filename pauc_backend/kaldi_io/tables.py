@@ -647,7 +647,7 @@ def _parse_offset_script(data, start):
     paths = codes[t_start[:, None] + np.arange(length)]
     if not (paths == paths[0]).all():
         return None
-    keys = trials._gather_str(codes.astype(np.uint32), starts[0::2], ends[0::2]).tolist()
+    keys = trials._gather_str(codes, starts[0::2], ends[0::2]).tolist()
     return keys, paths[0].tobytes().decode("ascii"), offsets
 
 

@@ -8,9 +8,9 @@ SplitStringToVector). Parsing is chunked and vectorised: numpy checks every line
 import numpy as np
 
 from pauc_backend.errors import KaldiError
-from pauc_backend.kaldi_io import streams
+from pauc_backend.kaldi_io import _memory, streams
 
-_CHUNK_BYTES = 1 << 25
+_CHUNK_BYTES = 1 << 22
 _IS_SEP = np.zeros(256, dtype=bool)
 _IS_SEP[list(b" \t\n\v\f\r")] = True
 _FIELD_HELP = {"trials file": "key1 key2 [target|nontarget]", "scores file": "key1 key2 score"}
@@ -51,21 +51,23 @@ def _line_ends(codes):
     return ends
 
 
-def _gather_str(codes, starts, ends):
-    """The tokens codes[start:end] as one numpy array without Python objects: str ('U') if
-    ``codes`` is uint32 (ASCII input), bytes ('S') if it is uint8."""
-    kind = "<U" if codes.dtype == np.uint32 else "S"
+def _gather_str(codes, starts, ends, as_str=True):
+    """The tokens codes[start:end] (uint8, ASCII) as one numpy array without Python objects:
+    str ('U') or, with ``as_str=False``, bytes ('S')."""
     if starts.size == 0:
-        return np.array([], dtype=kind + "1")
+        return np.array([], dtype=np.str_ if as_str else np.bytes_)
     lengths = ends - starts
     width = int(lengths.max())
-    columns = np.arange(width)
-    index = starts[:, None] + columns
-    np.minimum(index, codes.size - 1, out=index)
-    chars = codes[index]
-    if lengths.min() != width:
-        chars[columns >= lengths[:, None]] = 0
-    return chars.view("%s%d" % (kind, width)).ravel()
+    shortest = int(lengths.min())
+    chars = np.empty((starts.size, width), dtype=np.uint8)
+    last = codes.size - 1
+    for column in range(width):  # one gather per character position: no (n, width) index
+        chars[:, column] = codes[np.minimum(starts + column, last)]
+        if column >= shortest:
+            chars[:, column] *= column < lengths
+    if as_str:
+        return chars.astype(np.uint32).view("<U%d" % width).ravel()
+    return chars.view("S%d" % width).ravel()
 
 
 def _bad_line(piece, first_line, counts, expected, rx, what):
@@ -77,18 +79,11 @@ def _bad_line(piece, first_line, counts, expected, rx, what):
         _FIELD_HELP[what], int(counts[bad]), line[:200].decode(errors="replace")))
 
 
-def _read_columns(rx, allowed, what, numeric_last=False):
-    """The columns of a line file as numpy str arrays (the last as float64 if numeric_last).
-
-    Every line must have the same number of fields, one of ``allowed``; otherwise a KaldiError
-    names the line. Chunked: numpy finds the token boundaries and checks the field counts,
-    then each column is gathered straight into a str array.
-    """
-    data, start = streams.read_all(rx)
-    raw = memoryview(data)[start:] if not isinstance(data, bytes) else data[start:]
-    parts = None
+def _scan(raw, allowed, what, rx):
+    """First pass: per chunk, the token bounds of each column (validated field counts)."""
+    chunks = []
     num_fields = None
-    for piece, first_line in _chunks(bytes(raw)):
+    for piece, first_line in _chunks(raw):
         codes = np.frombuffer(piece, np.uint8)
         starts, ends = _token_bounds(codes)
         line_ends = _line_ends(codes)
@@ -97,7 +92,6 @@ def _read_columns(rx, allowed, what, numeric_last=False):
             if num_fields not in allowed:
                 counts = np.diff(np.searchsorted(starts, line_ends), prepend=0)
                 raise _bad_line(piece, first_line, counts, allowed, rx, what)
-            parts = [[] for _ in range(num_fields)]
         lines = line_ends.size
         ok = starts.size == num_fields * lines
         if ok and lines:
@@ -107,55 +101,76 @@ def _read_columns(rx, allowed, what, numeric_last=False):
         if not ok:
             counts = np.diff(np.searchsorted(starts, line_ends), prepend=0)
             raise _bad_line(piece, first_line, counts, num_fields, rx, what)
-        ascii_only = not (codes >= 128).any()
-        if ascii_only:
-            codes32 = codes.astype(np.uint32)
-            for index in range(num_fields):
-                numeric = numeric_last and index == num_fields - 1
-                parts[index].append((_gather_str(codes if numeric else codes32,
-                                                 starts[index::num_fields],
-                                                 ends[index::num_fields]), first_line))
-        else:
+        if (codes >= 128).any():
             try:
-                fields = piece.decode("utf-8").split()
+                piece.decode("utf-8")
             except UnicodeDecodeError as err:
                 line = piece.count(b"\n", 0, err.start)
                 raise KaldiError("Line %d of %s is not valid UTF-8 (byte %d of the line)" % (
                     first_line + line, streams.printable(rx),
                     err.start - (piece.rfind(b"\n", 0, err.start) + 1))) from None
-            for index in range(num_fields):
-                parts[index].append((np.array(fields[index::num_fields], dtype=np.str_),
-                                     first_line))
-    if parts is None:
+        columns = [(starts[i::num_fields], ends[i::num_fields] - starts[i::num_fields])
+                   for i in range(num_fields)]
+        chunks.append((codes, columns))
+    return num_fields, chunks
+
+
+def _fill_column(chunks, index, as_str):
+    """Second pass: one column gathered straight into its final array (no concatenation)."""
+    total = sum(chunk[1][index][0].size for chunk in chunks)
+    width = max((int(chunk[1][index][1].max()) for chunk in chunks
+                 if chunk[1][index][1].size), default=1)
+    unicode = as_str and any((codes >= 128).any() for codes, _ in chunks)
+    # ASCII text goes straight into the code points of a 'U' array; bytes otherwise
+    chars = _memory.fresh_array((total, width), np.uint32 if as_str and not unicode
+                                else np.uint8)
+    row = 0
+    for codes, columns in chunks:
+        starts, lengths = columns[index]
+        count = starts.size
+        if count == 0:
+            continue
+        block = chars[row:row + count]
+        last = codes.size - 1
+        shortest = int(lengths.min())
+        for column in range(int(lengths.max())):  # one gather per character position
+            block[:, column] = codes[np.minimum(starts + column, last)]
+            if column >= shortest:
+                block[:, column] *= column < lengths
+        row += count
+    if not as_str:
+        return chars.view("S%d" % width).ravel()
+    if unicode:
+        return np.char.decode(chars.view("S%d" % width).ravel(), "utf-8")
+    return chars.view("<U%d" % width).ravel()
+
+
+def _read_columns(rx, allowed, what, numeric_last=False):
+    """The columns of a line file as numpy str arrays (the last as float64 if numeric_last).
+
+    Every line must have the same number of fields, one of ``allowed``; otherwise a KaldiError
+    names the line. Two passes over chunks: numpy finds the token boundaries and checks the
+    field counts, then each column is gathered straight into its final array.
+    """
+    data, start = streams.read_all(rx)
+    raw = bytes(memoryview(data)[start:]) if not isinstance(data, bytes) else data[start:]
+    num_fields, chunks = _scan(raw, allowed, what, rx)
+    if not num_fields:
         return []
-    columns = [_concat([array for array, _ in column]) for column in parts[:-1]]
-    if numeric_last:
-        columns.append(_parse_floats(parts[-1], rx))
-    else:
-        columns.append(_concat([array for array, _ in parts[-1]]))
-    return columns
-
-
-def _concat(arrays):
-    return np.concatenate(arrays) if len(arrays) > 1 else arrays[0]
-
-
-def _parse_floats(parts, rx):
-    values = []
-    for array, first_line in parts:
-        try:
-            values.append(array.astype(np.float64))
-        except ValueError:
-            for index, value in enumerate(array.tolist()):
-                try:
-                    float(value)
-                except ValueError:
-                    if isinstance(value, bytes):
-                        value = value.decode(errors="replace")
-                    raise KaldiError("Bad score '%s' on line %d of %s" % (
-                        value, first_line + index, streams.printable(rx))) from None
-            raise
-    return _concat(values)
+    columns = [_fill_column(chunks, i, True) for i in range(num_fields - 1)]
+    if not numeric_last:
+        return columns + [_fill_column(chunks, num_fields - 1, True)]
+    texts = _fill_column(chunks, num_fields - 1, False)
+    try:
+        return columns + [texts.astype(np.float64)]
+    except ValueError:
+        for number, value in enumerate(texts.tolist(), 1):  # every line has one row
+            try:
+                float(value)
+            except ValueError:
+                raise KaldiError("Bad score '%s' on line %d of %s" % (
+                    value.decode(errors="replace"), number, streams.printable(rx))) from None
+        raise
 
 
 def read_trials(rxfilename):

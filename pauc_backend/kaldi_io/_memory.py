@@ -1,0 +1,37 @@
+"""Large output arrays in private anonymous memory, faulted in up front.
+
+On a busy virtual machine first-touch page faults dominate the cost of producing a few hundred
+megabytes of output (numpy's huge-page advice makes them stall unpredictably). Memory mapped
+privately and populated in one call (MADV_POPULATE_WRITE, Linux >= 5.14) is cheaper and
+steadier; elsewhere it silently degrades to ordinary page faults.
+"""
+
+import mmap
+import sys
+
+import numpy as np
+
+MADV_POPULATE_WRITE = 23
+_POPULATE = [sys.platform.startswith("linux")]
+
+
+def populate(mm, start, length):
+    """Fault in mm[start:start+length] in one call (no-op where unsupported)."""
+    if not _POPULATE[0] or length <= 0:
+        return
+    try:
+        mm.madvise(MADV_POPULATE_WRITE, start, length)
+    except (OSError, ValueError, AttributeError):
+        _POPULATE[0] = False
+
+
+def fresh_array(shape, dtype):
+    """A zero-filled, writable, C-contiguous array backed by a populated private mapping."""
+    dtype = np.dtype(dtype)
+    count = int(np.prod(shape, dtype=np.int64))
+    size = count * dtype.itemsize
+    if size < (1 << 20):
+        return np.zeros(shape, dtype=dtype)
+    mm = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE)
+    populate(mm, 0, size)
+    return np.frombuffer(mm, dtype=dtype, count=count).reshape(shape)
