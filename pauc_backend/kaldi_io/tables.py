@@ -13,12 +13,11 @@ import mmap
 import os
 import re
 import struct
-import sys
 
 import numpy as np
 
 from pauc_backend.errors import KaldiError
-from pauc_backend.kaldi_io import codec, streams
+from pauc_backend.kaldi_io import _memory, codec, streams
 from pauc_backend.kaldi_io.codec import ByteCursor
 from pauc_backend.kaldi_io.specifiers import parse_rspecifier, parse_wspecifier
 
@@ -291,10 +290,6 @@ def _gather_rows(data, offsets, dim, out=None):
     return out
 
 
-_MADV_POPULATE_WRITE = 23  # Linux >= 5.14
-_POPULATE = sys.platform.startswith("linux")
-
-
 class _Rows:
     """A growing float32 (n, dim) array for rows parsed from a stream.
 
@@ -341,15 +336,11 @@ class _Rows:
         need = self.n + extra
         if need > self.capacity:
             self._resize(max(need, 2 * self.capacity))
-        if _POPULATE and need * self.row_bytes > self.populated:
+        if need * self.row_bytes > self.populated:
             # fault in the next 32 MB in one call rather than page by page while copying
             start = self.populated
-            end = min(max(need * self.row_bytes, start + (1 << 25)), len(self.mm))
-            try:
-                self.mm.madvise(_MADV_POPULATE_WRITE, start, end - start)
-                self.populated = end
-            except (OSError, ValueError, AttributeError):
-                self.populated = len(self.mm)  # not supported (Linux < 5.14): plain faults
+            self.populated = min(max(need * self.row_bytes, start + (1 << 25)), len(self.mm))
+            _memory.populate(self.mm, start, self.populated - start)
         return self._view(self.n, extra)
 
     def result(self):
