@@ -242,6 +242,7 @@ def _iter_ark(data, start, name, holder, permissive=False, base=0):
 def _new_rows(count, dim):
     """An uninitialised float32 (count, dim) array in the memory _Rows uses."""
     rows = _Rows(dim, count)
+    rows.reserve(count)  # populates the pages
     rows.n = count
     return rows.result()
 
@@ -337,7 +338,8 @@ class _Rows:
         if need > self.capacity:
             self._resize(max(need, 2 * self.capacity))
         if need * self.row_bytes > self.populated:
-            # fault in the next 32 MB in one call rather than page by page while copying
+            # fault in the next 32 MB (or all that is needed) in one call rather than page by
+            # page while copying
             start = self.populated
             self.populated = min(max(need * self.row_bytes, start + (1 << 25)), len(self.mm))
             _memory.populate(self.mm, start, self.populated - start)
