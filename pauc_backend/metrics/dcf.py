@@ -28,55 +28,102 @@ import numpy as np
 from pauc_backend.metrics.validation import (check_costs, check_labels, check_p_targets,
                                              check_scores)
 
-__all__ = ["DcfResult", "min_dcf", "min_dcf_from_trials", "sorted_labels", "min_dcf_sorted"]
+__all__ = ["DcfResult", "min_dcf", "min_dcf_from_trials", "target_positions", "min_dcf_sorted",
+           "shared_ties_that_matter"]
 
 DcfResult = namedtuple("DcfResult", "min_dcf threshold pmiss pfa")
 
 
-def sorted_labels(tar_sorted, non_sorted, scores=None, is_target=None):
-    """Target indicator of the trials in stably sorted order (see Ties in the module doc).
+def _members(values, sorted_set):
+    """Which ``values`` occur in the ascending unique array ``sorted_set``."""
+    at = np.minimum(np.searchsorted(sorted_set, values), sorted_set.size - 1)
+    return sorted_set[at] == values
 
-    Without ``scores``/``is_target`` tied targets come first; with them (the trial list in its
-    own order) ties between the classes keep that order.
+
+def target_positions(tar_sorted, non_sorted, scores=None, is_target=None, shared=None):
+    """Positions (ascending) of the targets in the stably sorted trial list.
+
+    Without ``scores``/``is_target`` tied targets come before tied non-targets; with them (the
+    trial list in its own order) the runs of the values ``shared`` by both classes (default:
+    all such values) keep that order.
     """
-    num_tar = tar_sorted.size
-    low = np.searchsorted(non_sorted, tar_sorted, side="left")
-    labels = np.zeros(num_tar + non_sorted.size, dtype=bool)
-    labels[low + np.arange(num_tar)] = True
+    positions = np.searchsorted(non_sorted, tar_sorted, side="left") + np.arange(tar_sorted.size)
     if scores is None:
-        return labels
-    high = np.searchsorted(non_sorted, tar_sorted, side="right")
-    mixed = np.unique(tar_sorted[high > low])
-    if mixed.size:
-        chosen = np.flatnonzero(np.isin(scores, mixed))
+        return positions
+    if shared is None:
+        high = np.searchsorted(non_sorted, tar_sorted, side="right")
+        shared = np.unique(tar_sorted[high > positions - np.arange(tar_sorted.size)])
+    if shared.size:
+        near = np.flatnonzero((scores >= shared[0]) & (scores <= shared[-1]))
+        chosen = near[_members(scores[near], shared)]
         order = np.argsort(scores[chosen], kind="stable")
         values = scores[chosen][order]
         start = (np.searchsorted(tar_sorted, values, side="left")
                  + np.searchsorted(non_sorted, values, side="left"))
         rank = np.arange(values.size) - np.searchsorted(values, values, side="left")
-        labels[start + rank] = is_target[chosen][order]
-    return labels
+        positions[_members(tar_sorted, shared)] = (start + rank)[is_target[chosen][order]]
+    return positions
 
 
-def min_dcf_sorted(tar_sorted, non_sorted, labels, p_targets, c_miss=1, c_fa=1):
-    """``DcfResult`` per prior from ascending scores and the stably sorted target indicator."""
+def min_dcf_sorted(tar_sorted, non_sorted, positions, p_targets, c_miss=1, c_fa=1):
+    """``DcfResult`` per prior from ascending scores and the targets' sorted positions.
+
+    C_i only rises at a target and only falls along a run of non-targets, so the first minimum
+    is position 0, or the end of a run of non-targets, or an earlier position of that run with
+    the very same (rounded) cost; only those are evaluated, with compute_min_dcf.py's
+    arithmetic.
+    """
     num_tar, num_non = tar_sorted.size, non_sorted.size
-    cum_tar = np.cumsum(labels)
-    fnr = cum_tar / float(num_tar)
-    fpr = 1 - (np.arange(1, labels.size + 1) - cum_tar) / float(num_non)
+    size = num_tar + num_non
+
+    def costs(index, p):
+        cum_tar = np.searchsorted(positions, index, side="right")
+        fnr = cum_tar / float(num_tar)
+        fpr = 1 - (index + 1 - cum_tar) / float(num_non)
+        return c_miss * fnr * p + c_fa * fpr * (1 - p), fnr, fpr, cum_tar
+
+    candidates = np.unique(np.concatenate([[0, size - 1], positions - 1]))
+    candidates = candidates[candidates >= 0]
     results = []
     for p in p_targets:
         p = float(p)
-        cost = c_miss * fnr * p + c_fa * fpr * (1 - p)
-        best = int(np.argmin(cost))
-        if labels[best]:
-            threshold = tar_sorted[cum_tar[best] - 1]
+        cost = costs(candidates, p)[0]
+        best = int(candidates[np.argmin(cost)])
+        before = np.searchsorted(positions, best, side="right")
+        last_target = int(positions[before - 1]) if before else -1
+        run = np.arange(best if last_target == best else last_target + 1, best + 1)
+        run_cost, fnr, fpr, cum_tar = costs(run, p)
+        first = int(np.argmax(run_cost == run_cost[-1]))
+        best = int(run[first])
+        if cum_tar[first] and positions[cum_tar[first] - 1] == best:
+            threshold = tar_sorted[cum_tar[first] - 1]
         else:
-            threshold = non_sorted[best - cum_tar[best]]
+            threshold = non_sorted[best - cum_tar[first]]
         norm = min(c_miss * p, c_fa * (1 - p))
-        results.append(DcfResult(float(cost[best] / norm), float(threshold),
-                                 float(fnr[best]), float(fpr[best])))
+        results.append(DcfResult(float(run_cost[first] / norm), float(threshold),
+                                 float(fnr[first]), float(fpr[first])))
     return results
+
+
+def shared_ties_that_matter(tar_sorted, non_sorted, results, p_targets, c_miss=1, c_fa=1):
+    """The values shared by both classes whose trial-list order could change ``results``.
+
+    ``results`` were found with tied targets first. Inside a run shared by both classes no
+    order can cost less than rejecting the run's non-targets before any of its targets; runs
+    where even that is above every minimum found cannot matter, and are left alone.
+    """
+    low = np.searchsorted(non_sorted, tar_sorted, side="left")
+    high = np.searchsorted(non_sorted, tar_sorted, side="right")
+    values = tar_sorted[high > low]
+    before = np.searchsorted(tar_sorted, values, side="left")
+    fnr = before / float(tar_sorted.size)
+    fpr = 1 - high[high > low] / float(non_sorted.size)
+    matter = np.zeros(values.size, dtype=bool)
+    for p, result in zip(p_targets, results):
+        p = float(p)
+        best = c_miss * result.pmiss * p + c_fa * result.pfa * (1 - p)
+        matter |= c_miss * fnr * p + c_fa * fpr * (1 - p) <= best
+    return np.unique(values[matter])
 
 
 def min_dcf(target_scores, nontarget_scores, p_target=0.01, c_miss=1, c_fa=1):
@@ -86,7 +133,7 @@ def min_dcf(target_scores, nontarget_scores, p_target=0.01, c_miss=1, c_fa=1):
     p, scalar = check_p_targets(p_target)
     check_costs(c_miss, c_fa)
     tar, non = np.sort(tar), np.sort(non)
-    results = min_dcf_sorted(tar, non, sorted_labels(tar, non), p, c_miss, c_fa)
+    results = min_dcf_sorted(tar, non, target_positions(tar, non), p, c_miss, c_fa)
     return results[0] if scalar else results
 
 
@@ -96,6 +143,9 @@ def min_dcf_from_trials(scores, is_target, p_target=0.01, c_miss=1, c_fa=1):
     p, scalar = check_p_targets(p_target)
     check_costs(c_miss, c_fa)
     tar, non = np.sort(scores[is_target]), np.sort(scores[~is_target])
-    labels = sorted_labels(tar, non, scores, is_target)
-    results = min_dcf_sorted(tar, non, labels, p, c_miss, c_fa)
+    results = min_dcf_sorted(tar, non, target_positions(tar, non), p, c_miss, c_fa)
+    shared = shared_ties_that_matter(tar, non, results, p, c_miss, c_fa)
+    if shared.size:
+        positions = target_positions(tar, non, scores, is_target, shared)
+        results = min_dcf_sorted(tar, non, positions, p, c_miss, c_fa)
     return results[0] if scalar else results

@@ -23,7 +23,7 @@ class TrialScores:
         self._raw = (tar, non)
         self.tar, self.non = np.sort(tar), np.sort(non)
         self._trials = None
-        self._labels = None
+        self._positions = None
 
     @classmethod
     def from_trials(cls, scores, is_target):
@@ -54,10 +54,14 @@ class TrialScores:
         """``DcfResult`` (a list for a sequence of priors), as ``dcf.min_dcf_from_trials``."""
         p, scalar = check_p_targets(p_target)
         check_costs(c_miss, c_fa)
-        if self._labels is None:
-            self._labels = dcf.sorted_labels(self.tar, self.non,
-                                             *(self._trials or (None, None)))
-        results = dcf.min_dcf_sorted(self.tar, self.non, self._labels, p, c_miss, c_fa)
+        if self._positions is None:
+            self._positions = dcf.target_positions(self.tar, self.non)
+        results = dcf.min_dcf_sorted(self.tar, self.non, self._positions, p, c_miss, c_fa)
+        if self._trials is not None:
+            shared = dcf.shared_ties_that_matter(self.tar, self.non, results, p, c_miss, c_fa)
+            if shared.size:
+                positions = dcf.target_positions(self.tar, self.non, *self._trials, shared)
+                results = dcf.min_dcf_sorted(self.tar, self.non, positions, p, c_miss, c_fa)
         return results[0] if scalar else results
 
     def pauc(self, alpha=0.0, beta=0.01):

@@ -115,3 +115,16 @@ def test_nonpositive_costs_are_refused():
 def test_a_single_class_is_refused():
     with pytest.raises(ValueError):
         min_dcf_from_trials([1.0, 2.0], [True, True])
+
+
+@pytest.mark.parametrize("order", [[0, 1, 2], [1, 0, 2]])
+def test_trial_list_order_of_a_shared_tie_decides_min_dcf_as_in_compute_min_dcf(order):
+    # A non-target listed before a tied target lets a threshold split the tie optimistically.
+    scores = np.array([1.0, 1.0, 2.0])[order]
+    labels = np.array([False, True, True])[order]
+    ours = min_dcf_from_trials(scores, labels, 0.5)
+    assert (ours.min_dcf, ours.threshold) == compute_min_dcf_py(
+        scores.tolist(), labels.astype(int).tolist(), 0.5)
+    assert ours.min_dcf == (0.0 if order[0] == 0 else 0.5)
+    trials = TrialScores.from_trials(scores, labels)
+    assert trials.min_dcf(0.5) == ours
