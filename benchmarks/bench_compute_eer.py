@@ -86,8 +86,8 @@ def main():
 
         def tool():
             with open(path, "rb") as stream:
-                proc = subprocess.run([sys.executable, os.path.join(ROOT, "bin", "compute-eer-pauc"),
-                                       "-"], stdin=stream, stdout=subprocess.PIPE,
+                command = [sys.executable, os.path.join(ROOT, "bin", "compute-eer-pauc"), "-"]
+                proc = subprocess.run(command, stdin=stream, stdout=subprocess.PIPE,
                                       stderr=subprocess.PIPE, check=True)
             return proc.stdout
 

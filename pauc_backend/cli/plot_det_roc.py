@@ -11,8 +11,8 @@ Plots the DET curves (probit axes, EER and minDCF points marked) and optionally 
 <label>:<scores-rxfilename>, a file of lines <key1> <key2> <score> joined by key with the
 trials <key1> <key2> target|nontarget. The format follows the extension (.png or .pdf).
 
-Usage: plot-det-roc [options] <trials-rxfilename> <label>:<scores-rxfilename> [<label>:<scores-rxfilename> ...]
-e.g.: plot-det-roc --output=det.png --output-roc=roc.png data/trials PLDA:exp/scores/plda pAUCMetric:exp/scores/pauc
+Usage: plot-det-roc [options] <trials-rxfilename> <label>:<scores-rxfilename> [<label>:<scores> ...]
+e.g.: plot-det-roc --output=det.png --output-roc=roc.png data/trials PLDA:exp/plda pAUC:exp/pauc
 """
 
 tool = Tool("plot-det-roc", USAGE)

@@ -8,13 +8,17 @@ correctly rounded to float32, surrounding \\r\\v\\f allowed, ``inf``/``nan`` wor
 overflow refused), the label ``target`` or ``nontarget``. NaN scores, which Kaldi accepts and then
 sorts into nonsense, are refused here.
 
-Speed: the text is cut into chunks at newlines; a chunk of canonical lines
-(``<number> <label>\\n``, one blank) is parsed with numpy alone: newline and blank positions give
-the fields, labels are compared as byte windows, and numbers are decoded by an 8-digits-at-a-time
-integer method, then rounded once (Clinger's exact fast path: integer mantissa < 2^53 times an
-exact power of ten <= 10^22) and once more to float32, with the rare double-rounding midpoints
-redone exactly. Any chunk the fast path does not vouch for is re-read line by line with the exact
-rules, which also finds the first bad line for the error message.
+Speed: the text is cut into 1 MB chunks at newlines; a chunk of canonical lines
+(``<number> <label>\n``, one blank; tabs and extra blanks are first normalised) is parsed with
+numpy alone. Newline and blank positions give the fields, labels are compared as 8-byte words,
+and numbers ``[+-]digits[.digits]`` are decoded as rows of 16 bytes: the integer part is shifted
+over the dot, each half of the row is read as 8 digits at once, and the integer mantissa m with
+f fraction digits becomes float32 by one correctly rounded float32 division m / 10^f when both
+are exact in float32 (m < 2^24, f <= 10), or else by Clinger's correctly rounded double
+m / 10^f rounded to float32, with the rare double-rounding ties redone exactly. Exponents, long
+tokens and anything unusual go to slower exact paths; a chunk the fast path cannot vouch for is
+re-read line by line with the exact rules, which also finds the first bad line for the error
+message.
 """
 
 import math
@@ -55,7 +59,8 @@ def _round_float32(text):
         return -0.0 if negative else 0.0
     # |value| is in [10^(top-1), 10^top): far outside float32 no exact arithmetic is needed
     # (and none must be tried: 1e999999999 would take forever as a Fraction).
-    top = int(exponent or b"0") + (len(whole) if whole else len(fraction.lstrip(b"0")) - len(fraction))
+    leading_zeros = len(fraction) - len(fraction.lstrip(b"0"))
+    top = int(exponent or b"0") + (len(whole) if whole else -leading_zeros)
     if top >= 40:
         return None
     if top <= -46:

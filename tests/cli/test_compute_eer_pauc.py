@@ -12,7 +12,6 @@ from conftest import run_shell, run_tool
 
 from pauc_backend.cli.score_label_input import (_parse_lines_exactly, kaldi_string_to_float,
                                                 parse_score_labels)
-from pauc_backend.errors import KaldiError
 
 GOLDEN_NAMES = ["plda_numutts", "plda_adapt_numutts", "plda_nonumutts", "plda_adapt_nonumutts",
                 "plda_numutts_simplelen", "plda_numutts_nolen"]

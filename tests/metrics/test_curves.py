@@ -79,7 +79,8 @@ def test_summary_and_its_table_and_json_forms():
                               "AP(%)", "actDCF(0.01)", "actDCF(0.001)", "Cllr", "minCllr"]
     assert values.split()[0] == "%.2f" % (100 * summary["eer"])
     # columns line up: every value starts where its header starts
-    starts = [i for i in range(len(header)) if header[i] != " " and (i == 0 or header[i - 1] == " ")]
+    starts = [i for i in range(len(header))
+              if header[i] != " " and (i == 0 or header[i - 1] == " ")]
     assert all(values[i] != " " and (i == 0 or values[i - 1] == " ") for i in starts)
     import json
     assert json.loads(format_json(summary)) == json.loads(json.dumps(summary))

@@ -55,7 +55,8 @@ def test_min_dcf_reproduces_golden_compute_min_dcf(golden, name, p):
 
 
 scores_with_ties = st.lists(st.tuples(st.integers(-8, 8), st.booleans()), min_size=2,
-                            max_size=60).filter(lambda rows: 0 < sum(t for _, t in rows) < len(rows))
+                            max_size=60).filter(lambda rows: 0 < sum(t for _, t in rows)
+                                                < len(rows))
 
 
 @settings(max_examples=200, deadline=None)
