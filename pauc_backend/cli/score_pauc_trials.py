@@ -65,11 +65,14 @@ def run(opts, args):
     Ye32, Yt32 = Ye.astype(np.float32), Yt.astype(np.float32)
 
     def score_fn(enroll_rows, test_rows):
-        ue, ie = np.unique(enroll_rows, return_inverse=True)
-        ut, it = np.unique(test_rows, return_inverse=True)
-        if ue.size * ut.size <= DENSE_FACTOR * enroll_rows.size:
-            gram = Ye[ue] @ Yt[ut].T
-            dist = qe[enroll_rows] + qt[test_rows] - 2.0 * gram[ie, it]
+        used_e = np.bincount(enroll_rows, minlength=len(Ye)) > 0
+        used_t = np.bincount(test_rows, minlength=len(Yt)) > 0
+        num_e, num_t = int(used_e.sum()), int(used_t.sum())
+        if num_e * num_t <= DENSE_FACTOR * enroll_rows.size:    # dense: one BLAS Gram block
+            ie = np.cumsum(used_e) - 1
+            it = np.cumsum(used_t) - 1
+            gram = Ye[used_e] @ Yt[used_t].T
+            dist = qe[enroll_rows] + qt[test_rows] - 2.0 * gram[ie[enroll_rows], it[test_rows]]
             return -np.maximum(dist, 0.0)
         out = np.empty(enroll_rows.size)
         for start in range(0, enroll_rows.size, SUB_CHUNK):
