@@ -54,7 +54,7 @@ mkdir -p "$exp" || exit 1
 metric_systems="pauc_lnorm:lnorm:pauc triplet_lnorm:lnorm:triplet
 pauc_plda:plda:pauc triplet_plda:plda:triplet
 pauc_plda_adapt:plda_adapt:pauc triplet_plda_adapt:plda_adapt:triplet"
-systems="cosine plda plda_adapt triplet_lnorm pauc_lnorm triplet_plda pauc_plda triplet_plda_adapt pauc_plda_adapt"
+systems="cosine triplet_lnorm pauc_lnorm plda triplet_plda pauc_plda plda_adapt triplet_plda_adapt pauc_plda_adapt"
 
 if [ $stage -le 0 ] && [ $stop_stage -ge 0 ]; then
   echo "$0: stage 0: synthetic corpus (seed $seed, dim $dim) in $data"

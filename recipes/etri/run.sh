@@ -32,7 +32,7 @@ stage=0
 stop_stage=6
 exp=exp             # output directory (relative to this recipe)
 lda_dim=100
-losses="pauc triplet"
+losses="triplet pauc"
 preps="lnorm plda"
 metric_opts=        # extra options for train-pauc-metric (none: the shipped defaults)
 nj=2                # metric trainings run at once
@@ -41,7 +41,7 @@ help_message="Usage: $0 [options] [<data-dir>]
   --stop-stage N    last stage (default $stop_stage)
   --exp DIR         output directory (default $exp, under recipes/etri)
   --lda-dim N       LDA dimension (default $lda_dim)
-  --losses L        metrics among \"pauc triplet\" (default \"$losses\")
+  --losses L        metrics among \"triplet pauc\" (default \"$losses\")
   --preps P         preprocessings among \"lnorm plda\" (default \"$preps\")
   --metric-opts S   extra options for train-pauc-metric
   --nj N            metric trainings at once (default $nj)"
@@ -61,8 +61,11 @@ trials=$data/trials
 mkdir -p $exp/log || exit 1
 
 metric_systems=
-for prep in $preps; do for loss in $losses; do metric_systems+=" ${loss}_$prep"; done; done
-systems="cosine plda$metric_systems"
+systems=
+for prep in $preps; do
+  [ $prep = lnorm ] && systems+=" cosine" || systems+=" plda"
+  for loss in $losses; do metric_systems+=" ${loss}_$prep"; systems+=" ${loss}_$prep"; done
+done
 feats_of() { case $1 in lnorm) echo $exp/lnorm ;; plda) echo $exp/plda_latent ;; esac; }
 
 if [ $stage -le 0 ] && [ $stop_stage -ge 0 ]; then

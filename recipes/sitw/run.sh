@@ -78,8 +78,8 @@ prep_suffix() {  # <prep> [<num-utts option>]: LDA'd vectors -> the metric's inp
 # report <label> <scores> <trials>: the lines egs/sitw/v2 echoes, plus pAUC.
 report() {
   local eer mindcf1 mindcf2 pauc
-  eer=$(evaluate eer $2 $3) && mindcf1=$(evaluate mindcf $2 $3) &&
-    mindcf2=$(evaluate mindcf0.001 $2 $3) && pauc=$(evaluate pauc $2 $3) || return 1
+  read -r eer mindcf1 mindcf2 pauc <<< "$(evaluate $2 $3)" || return 1
+  [ -n "$pauc" ] || return 1
   echo "$1"
   echo "EER: $eer%"
   echo "minDCF(p-target=0.01): $mindcf1"
@@ -184,9 +184,12 @@ if [ $stage -le 15 ] && [ $stop_stage -ge 15 ]; then
     $train_cmd $scores_dir/log/apply_calibration$suffix.log \
       apply-calibration $scores_dir/calibration$suffix $scores_dir/sitw_eval_core_scores$suffix \
       $scores_dir/sitw_eval_core_llr$suffix || exit 1
-    line=$(compute-eer-pauc --report=kaldi --llr --p-target=0.01 \
-      $scores_dir/sitw_eval_core_llr$suffix $(trials_of eval) 2>/dev/null |
-      awk '/^actDCF/ { a = $NF } /^Cllr/ { c = $NF } END { if (a == "" || c == "") exit 1; print "actDCF(p-target=0.01): " a ", Cllr: " c }') || exit 1
+    llr=$scores_dir/sitw_eval_core_llr$suffix
+    line=$(compute-eer-pauc --report=table --llr --p-target=0.01 $llr $(trials_of eval) 2>/dev/null |
+      awk 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+           NR == 2 && col["actDCF(0.01)"] && col["Cllr"] {
+             print "actDCF(p-target=0.01): " $col["actDCF(0.01)"] ", Cllr: " $col["Cllr"]; found = 1 }
+           END { exit !found }') || { echo "$0: evaluating $llr failed" >&2; exit 1; }
     echo "$(system_label $system), sitw_eval Core calibrated on sitw_dev Core: $line"
   done
 fi

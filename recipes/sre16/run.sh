@@ -70,21 +70,18 @@ num_utts=ark:$enroll/num_utts.ark
 
 # report <label> <scores>: EER, minDCF and pAUC, pooled and per language, as Kaldi echoes EER.
 report() {
-  local label=$1 scores=$2 name what
-  for what in eer mindcf pauc; do
-    local line=
-    for name in Pooled:$sre16_trials Tagalog:$sre16_trials_tgl Cantonese:$sre16_trials_yue; do
-      [ -f "${name#*:}" ] || continue
-      value=$(evaluate $what $scores ${name#*:}) || return 1
-      [ $what = eer ] && value+=%
-      line+="${line:+, }${name%%:*} $value"
-    done
-    case $what in
-      eer) echo "$label, EER: $line" ;;
-      mindcf) echo "$label, minDCF(p-target=0.01): $line" ;;
-      pauc) echo "$label, pAUC[0,0.01]: $line" ;;
-    esac
+  local label=$1 scores=$2 name eer_line= dcf_line= pauc_line= eer mindcf1 mindcf2 pauc
+  for name in Pooled:$sre16_trials Tagalog:$sre16_trials_tgl Cantonese:$sre16_trials_yue; do
+    [ -f "${name#*:}" ] || continue
+    read -r eer mindcf1 mindcf2 pauc <<< "$(evaluate $scores ${name#*:})" || return 1
+    [ -n "$pauc" ] || return 1
+    eer_line+="${eer_line:+, }${name%%:*} $eer%"
+    dcf_line+="${dcf_line:+, }${name%%:*} $mindcf1"
+    pauc_line+="${pauc_line:+, }${name%%:*} $pauc"
   done
+  echo "$label, EER: $eer_line"
+  echo "$label, minDCF(p-target=0.01): $dcf_line"
+  echo "$label, pAUC[0,0.01]: $pauc_line"
 }
 
 if [ $stage -le 8 ] && [ $stop_stage -ge 8 ]; then

@@ -7,9 +7,9 @@ import pytest
 
 from conftest import REPO, tool_env
 
-SYSTEMS = ["Cosine", "PLDA", "PLDA-adp", "TripletMetric (length-norm)",
-           "pAUCMetric (length-norm)", "TripletMetric (PLDA latent)", "pAUCMetric (PLDA latent)",
-           "TripletMetric (PLDA-adp latent)", "pAUCMetric (PLDA-adp latent)"]
+SYSTEMS = ["Cosine", "TripletMetric (length-norm)", "pAUCMetric (length-norm)",
+           "PLDA", "TripletMetric (PLDA latent)", "pAUCMetric (PLDA latent)",
+           "PLDA-adp", "TripletMetric (PLDA-adp latent)", "pAUCMetric (PLDA-adp latent)"]
 METRICS = ["EER(%)", "minDCF(0.01)", "pAUC[0,0.01]", "AUC", "AP(%)", "actDCF(0.01)", "Cllr"]
 
 

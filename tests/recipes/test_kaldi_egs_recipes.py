@@ -75,8 +75,10 @@ def write_trials(golden, path, keep=lambda spk: True):
 
 
 def run_recipe(name, egs, *options):
+    # Few metric iterations: these tests check the plumbing, not the metric's quality.
     proc = subprocess.run(["bash", str(RECIPES / name / "run.sh"), "--use-kaldi=false",
-                           "--lda-dim=%d" % LDA_DIM, *options, str(egs)],
+                           "--lda-dim=%d" % LDA_DIM, "--metric-opts=--num-iters=30", *options,
+                           str(egs)],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=tool_env(),
                           timeout=900)
     output = proc.stdout.decode() + proc.stderr.decode()
@@ -145,7 +147,7 @@ def test_sre16_new_back_ends_report_every_system(sre16):
             assert len(values) == 3 and all(math.isfinite(v) for v in values)
     gold_keys, _ = read_score_file(egs / "exp/scores/sre16_eval_scores")
     for system in ("cosine", "pauc_lnorm", "pauc_plda", "pauc_plda_adapt"):
-        keys, values = read_score_file(egs / "exp/scores/sre16_eval_scores_" + system)
+        keys, values = read_score_file(egs / "exp/scores" / ("sre16_eval_scores_" + system))
         assert keys == gold_keys and np.all(np.isfinite(values))
 
 
@@ -221,15 +223,20 @@ def test_sitw_lda_and_plda_match_kaldi(sitw):
     theirs = read_matrix(str(golden / "exp/transform.mat"))
     signs = np.sign(np.sum(ours * theirs, axis=1))[:, None]
     assert np.allclose(ours * signs, theirs, atol=1e-4)
+    # The PLDA lives in the LDA space, whose axes may have the opposite signs.
     mean, transform, psi = read_plda(str(train / "plda"))
     g_mean, g_transform, g_psi = read_plda(str(golden / "exp/plda"))
-    assert np.allclose(mean, g_mean, atol=1e-6) and np.allclose(psi, g_psi, rtol=1e-5)
-    signs = np.sign(np.sum(transform * g_transform, axis=1))[:, None]
-    assert np.allclose(transform * signs, g_transform, atol=1e-4)
+    axis_signs = signs.ravel()
+    assert np.allclose(mean * axis_signs, g_mean, atol=1e-6)
+    assert np.allclose(psi, g_psi, rtol=1e-5)
+    transform = transform * axis_signs[None, :]
+    row_signs = np.sign(np.sum(transform * g_transform, axis=1))[:, None]
+    assert np.allclose(transform * row_signs, g_transform, atol=1e-4)
 
 
-def test_sitw_plda_scores_match_an_independent_reference(sitw):
+def test_sitw_plda_scores_match_an_independent_reference(sitw, monkeypatch):
     golden, _, nnet, _ = sitw
+    monkeypatch.chdir(golden)  # the golden scp files hold paths relative to it
     train_keys, train_X = read_vector_table("scp:" + str(golden / "data/train/xvector.scp"))
     mean = train_X.astype(np.float64).mean(0)
     for task in ("dev", "eval"):
@@ -290,3 +297,42 @@ def test_recipe_uses_the_egs_directory_run_pl_when_it_has_one(sitw, tmp_path):
     finally:
         (egs / "cmd.sh").unlink()
         shutil.rmtree(utils)
+
+
+KALDI_TWINS = {"ivector-mean": "compute-vector-mean",
+               "ivector-subtract-global-mean": "subtract-vector-mean",
+               "transform-vec": "transform-vectors",
+               "ivector-normalize-length": "normalize-vector-length",
+               "ivector-compute-lda": "train-lda", "ivector-compute-plda": "train-plda",
+               "ivector-adapt-plda": "adapt-plda", "ivector-copy-plda": "copy-plda",
+               "ivector-plda-scoring": "score-plda-trials", "compute-eer": "compute-eer-pauc"}
+
+
+def test_sre16_runs_kaldi_binaries_when_they_are_on_path(sre16, tmp_path):
+    """--use-kaldi=auto with Kaldi's binary names on PATH (here shims that log and run our
+    twins): the baseline stages call them with Kaldi's own command lines."""
+    golden, egs, _ = sre16
+    shims = tmp_path / "kaldi_bin"
+    shims.mkdir()
+    calls = tmp_path / "calls"
+    for kaldi, twin in KALDI_TWINS.items():
+        shim = shims / kaldi
+        shim.write_text('#!/usr/bin/env bash\necho "%s $*" >> %s\nexec %s "$@"\n'
+                        % (kaldi, calls, twin))
+        shim.chmod(0o755)
+    env = tool_env()
+    env["PATH"] = str(shims) + ":" + env["PATH"]
+    proc = subprocess.run(["bash", str(RECIPES / "sre16/run.sh"), "--lda-dim=%d" % LDA_DIM,
+                           "--stage=8", "--stop-stage=10", str(egs)],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=900)
+    assert proc.returncode == 0, proc.stdout.decode() + proc.stderr.decode()
+    assert "baseline binaries: Kaldi" in proc.stdout.decode()
+    used = {line.split()[0] for line in calls.read_text().splitlines()}
+    assert used == set(KALDI_TWINS)
+    for ours, theirs in (("sre16_eval_scores", "plda_numutts"),
+                         ("sre16_eval_scores_adapt", "plda_adapt_numutts")):
+        keys, values = read_score_file(egs / "exp/scores" / ours)
+        gold_keys, gold_values = read_score_file(golden / "scores" / theirs)
+        assert keys == gold_keys and close(values, gold_values)
+    eer = (golden / "eer/plda_numutts.stdout").read_text()
+    assert "Using Out-of-Domain PLDA, EER: Pooled %s%%," % eer in proc.stdout.decode()

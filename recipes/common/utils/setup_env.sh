@@ -129,38 +129,41 @@ system_label() {
   esac
 }
 
-# evaluate eer|mindcf|mindcf0.001|pauc <scores> <trials>: one number, as the recipes print it.
+# evaluate <scores> <trials>: "EER% minDCF(0.01) minDCF(0.001) pAUC[0,0.01]" on one line, as the
+# recipes print them: EER as compute-eer (%.4g), minDCF as sid/compute_min_dcf.py (%.4f), pAUC
+# %.4f. With Kaldi, its compute-eer and compute_min_dcf.py give the first three; otherwise a
+# single compute-eer-pauc call gives all four.
 evaluate() {
-  local what=$1 scores=$2 trials=$3 value
-  value=$(_evaluate "$@") && [ -n "$value" ] || {
-    echo "$0: computing $what of $scores on $trials failed" >&2
+  local scores=$1 trials=$2 values
+  values=$(_evaluate "$@") && [ $(echo $values | wc -w) -eq 4 ] || {
+    echo "$0: evaluating $scores on $trials failed" >&2
     return 1
   }
-  echo "$value"
+  echo $values
 }
 _evaluate() {
-  local what=$1 scores=$2 trials=$3
-  case $what in
-    eer)
-      # "score target|nontarget" lines for compute-eer, joined by key (not by line, so a trial
-      # that could not be scored does not shift the labels).
-      awk 'NR == FNR { label[$1 " " $2] = $3; next }
-           ($1 " " $2) in label { print $3, label[$1 " " $2] }' "$trials" "$scores" |
-        $compute_eer - 2>/dev/null
-      ;;
-    mindcf|mindcf0.001)
-      local p=0.01
-      [ $what = mindcf0.001 ] && p=0.001
-      if $use_kaldi && [ -x sid/compute_min_dcf.py ]; then
-        sid/compute_min_dcf.py --p-target $p "$scores" "$trials" 2>/dev/null
-      else
-        _table_column "minDCF($p)" --p-target=$p "$scores" "$trials"
-      fi
-      ;;
-    pauc)
-      _table_column "pAUC[0,0.01]" "$scores" "$trials"
-      ;;
-  esac
+  local scores=$1 trials=$2 eer mindcf1 mindcf2 pauc
+  if $use_kaldi; then
+    # "score target|nontarget" lines joined by key (not by line, so that a trial that could
+    # not be scored does not shift the labels).
+    eer=$(awk 'NR == FNR { label[$1 " " $2] = $3; next }
+               ($1 " " $2) in label { print $3, label[$1 " " $2] }' "$trials" "$scores" |
+          compute-eer - 2>/dev/null) || return 1
+    if [ -x sid/compute_min_dcf.py ]; then
+      mindcf1=$(sid/compute_min_dcf.py --p-target 0.01 "$scores" "$trials" 2>/dev/null) &&
+        mindcf2=$(sid/compute_min_dcf.py --p-target 0.001 "$scores" "$trials" 2>/dev/null) || return 1
+    fi
+  fi
+  compute-eer-pauc --report=json --p-target=0.01,0.001 "$scores" "$trials" 2>/dev/null |
+    python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+dcf = {d["p_target"]: d["min_dcf"] for d in r["min_dcf"]}
+given = sys.argv[1:]
+print(given[0] if given[0] else "%.4g" % (100 * r["eer"]),
+      given[1] if given[1] else "%.4f" % dcf[0.01],
+      given[2] if given[2] else "%.4f" % dcf[0.001],
+      "%.4f" % r["pauc"])' "$eer" "$mindcf1" "$mindcf2"
 }
 
 # _table_column <column> <compute-eer-pauc arguments...>: one column of --report=table.
