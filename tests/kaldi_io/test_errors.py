@@ -13,7 +13,7 @@ from pauc_backend.kaldi_io import (SequentialTableReader, TableWriter, open_inpu
                                    read_scores, read_token_table, read_trials, read_vector,
                                    read_vector_table, write_plda, write_vector,
                                    write_vector_table)
-from tests.kaldi_io import reference
+import kaldi_reference as reference
 
 KEYS = ["a", "bbbb", "cc"]
 VALUES = np.arange(9, dtype=np.float32).reshape(3, 3)

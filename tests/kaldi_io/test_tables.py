@@ -17,7 +17,7 @@ from pauc_backend.kaldi_io import (RandomAccessTableReader, SequentialTableReade
                                    read_vector_table, streams, write_int32_table,
                                    write_token_table, write_token_vector_table,
                                    write_vector_table)
-from tests.kaldi_io import reference
+import kaldi_reference as reference
 
 KEY_CHARS = st.characters(blacklist_categories=("Cs", "Cc", "Zs", "Zl", "Zp"),
                           blacklist_characters="\x85\xa0\u1680\u2000\u2028\u2029\u202f\u205f"
