@@ -96,7 +96,7 @@ def _speaker_set(rng, prefix, speakers, counts, utt_format, within, dof):
     return spk_ids, EmbeddingSet(keys, labels, X.astype(np.float32))
 
 
-def make_speaker_corpus(seed=777, dim=80, num_train_speakers=500, train_utts_median=10,
+def make_speaker_corpus(seed=777, dim=80, num_train_speakers=400, train_utts_median=10,
                         train_utts_range=(3, 40), num_adapt_speakers=150,
                         adapt_utts_range=(2, 10), num_eval_speakers=80,
                         enroll_utts_range=(1, 5), test_utts_range=(3, 9),

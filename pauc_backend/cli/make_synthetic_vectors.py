@@ -18,7 +18,7 @@ e.g.: make-synthetic-vectors --seed=777 --dim=80 data
 tool = Tool("make-synthetic-vectors", USAGE)
 tool.register("seed", 777, "Seed of numpy's default_rng")
 tool.register("dim", 80, "Dimension of the vectors")
-tool.register("num-train-speakers", 500, "Labelled out-of-domain training speakers")
+tool.register("num-train-speakers", 400, "Labelled out-of-domain training speakers")
 tool.register("num-adapt-speakers", 150, "Speakers of the unlabelled in-domain adaptation set")
 tool.register("num-eval-speakers", 80, "Evaluation speakers (enrolled and tested)")
 tool.register("within-dof", 5.0, "Degrees of freedom of the Student-t within-speaker noise "

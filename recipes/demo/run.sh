@@ -19,6 +19,7 @@ orig_pwd=$PWD
 cd "$(dirname "$(readlink -f "$0")")" || exit 1
 . ./path.sh || exit 1
 . ./cmd.sh || exit 1
+. utils/background.sh || exit 1
 
 stage=0
 stop_stage=100
@@ -65,17 +66,18 @@ fi
 if [ $stage -le 1 ] && [ $stop_stage -ge 1 ]; then
   echo "$0: stage 1: mean.vec, LDA ($lda_dim), PLDA, adapted PLDA"
   # The in-domain (unlabelled) mean centres the evaluation vectors, as in egs/sre16/v2.
-  $train_cmd $exp/log/compute_mean.log \
-    compute-vector-mean scp:$data/adapt/xvector.scp $exp/mean.vec || exit 1
+  background $train_cmd $exp/log/compute_mean.log \
+    compute-vector-mean scp:$data/adapt/xvector.scp $exp/mean.vec
   # Speaker means of the enrollment vectors and their counts (extract_xvectors.sh stage 2).
-  $train_cmd $exp/log/enroll_speaker_mean.log \
+  background $train_cmd $exp/log/enroll_speaker_mean.log \
     compute-vector-mean ark:$data/enroll/spk2utt scp:$data/enroll/xvector.scp \
     ark,scp:$exp/enroll_spk_xvector.ark,$exp/enroll_spk_xvector.scp \
-    ark,t:$exp/enroll_num_utts.ark || exit 1
-  $train_cmd $exp/log/lda.log \
+    ark,t:$exp/enroll_num_utts.ark
+  background $train_cmd $exp/log/lda.log \
     train-lda --total-covariance-factor=0.0 --dim=$lda_dim \
     "ark:subtract-vector-mean scp:$data/train/xvector.scp ark:- |" \
-    ark:$data/train/utt2spk $exp/transform.mat || exit 1
+    ark:$data/train/utt2spk $exp/transform.mat
+  wait_background || exit 1
   $train_cmd $exp/log/plda.log \
     train-plda ark:$data/train/spk2utt \
     "ark:subtract-vector-mean scp:$data/train/xvector.scp ark:- | transform-vectors $exp/transform.mat ark:- ark:- | normalize-vector-length ark:- ark:- |" \
@@ -96,18 +98,19 @@ if [ $stage -le 2 ] && [ $stop_stage -ge 2 ]; then
   mkdir -p $exp/lnorm $exp/plda_latent $exp/plda_adapt_latent
   for set in train enroll test; do
     eval "input=\$${set}_lda"
-    $train_cmd $exp/log/lnorm_$set.log \
+    background $train_cmd $exp/log/lnorm_$set.log \
       normalize-vector-length --scaleup=false "$input" \
-      ark,scp:$exp/lnorm/$set.ark,$exp/lnorm/$set.scp || exit 1
+      ark,scp:$exp/lnorm/$set.ark,$exp/lnorm/$set.scp
     num_utts=
     [ $set = enroll ] && num_utts=--num-utts=ark:$exp/enroll_num_utts.ark
     for model in plda plda_adapt; do
-      $train_cmd $exp/log/${model}_latent_$set.log \
+      background $train_cmd $exp/log/${model}_latent_$set.log \
         transform-plda-latent $num_utts $exp/$model \
         "$input normalize-vector-length ark:- ark:- |" \
-        ark,scp:$exp/${model}_latent/$set.ark,$exp/${model}_latent/$set.scp || exit 1
+        ark,scp:$exp/${model}_latent/$set.ark,$exp/${model}_latent/$set.scp
     done
   done
+  wait_background || exit 1
 fi
 
 # Feature directory of a preprocessing name.
@@ -123,55 +126,48 @@ if [ $stage -le 3 ] && [ $stop_stage -ge 3 ]; then
   echo "$0: stage 3: TripletMetric and pAUCMetric on each preprocessing"
   mkdir -p $exp/metrics
   # One job per metric, at most $nj at once.
-  pids=()
-  failed=false
   for system in $metric_systems; do
     IFS=: read -r name pre loss <<< "$system"
-    $train_cmd $exp/log/train_metric_$name.log \
+    background $train_cmd $exp/log/train_metric_$name.log \
       train-pauc-metric --loss=$loss ark:$data/train/spk2utt \
-      scp:$(feats_of $pre)/train.scp $exp/metrics/$name &
-    pids+=($!)
-    if [ ${#pids[@]} -ge $nj ]; then
-      wait ${pids[0]} || failed=true
-      pids=("${pids[@]:1}")
-    fi
+      scp:$(feats_of $pre)/train.scp $exp/metrics/$name
   done
-  for pid in "${pids[@]}"; do wait $pid || failed=true; done
-  $failed && exit 1
+  wait_background || exit 1
 fi
 
 if [ $stage -le 4 ] && [ $stop_stage -ge 4 ]; then
   echo "$0: stage 4: scoring $(wc -l < $trials) trials"
   mkdir -p $exp/scores
-  $train_cmd $exp/log/score_cosine.log \
+  background $train_cmd $exp/log/score_cosine.log \
     score-cosine-trials "cut -d' ' -f1,2 $trials |" scp:$exp/lnorm/enroll.scp \
-    scp:$exp/lnorm/test.scp $exp/scores/cosine || exit 1
+    scp:$exp/lnorm/test.scp $exp/scores/cosine
   for model in plda plda_adapt; do
-    $train_cmd $exp/log/score_$model.log \
+    background $train_cmd $exp/log/score_$model.log \
       score-plda-trials --normalize-length=true \
       --num-utts=ark:$exp/enroll_num_utts.ark \
       "copy-plda --smoothing=0.0 $exp/$model - |" \
       "ark:subtract-vector-mean $exp/mean.vec scp:$exp/enroll_spk_xvector.scp ark:- | transform-vectors $exp/transform.mat ark:- ark:- | normalize-vector-length ark:- ark:- |" \
       "ark:subtract-vector-mean $exp/mean.vec scp:$data/test/xvector.scp ark:- | transform-vectors $exp/transform.mat ark:- ark:- | normalize-vector-length ark:- ark:- |" \
-      "cut -d' ' -f1,2 $trials |" $exp/scores/$model || exit 1
+      "cut -d' ' -f1,2 $trials |" $exp/scores/$model
   done
   for system in $metric_systems; do
     IFS=: read -r name pre loss <<< "$system"
     feats=$(feats_of $pre)
-    $train_cmd $exp/log/score_$name.log \
+    background $train_cmd $exp/log/score_$name.log \
       score-pauc-trials $exp/metrics/$name scp:$feats/enroll.scp scp:$feats/test.scp \
-      $trials $exp/scores/$name || exit 1
+      $trials $exp/scores/$name
   done
+  wait_background || exit 1
 fi
 
 if [ $stage -le 5 ] && [ $stop_stage -ge 5 ]; then
   echo "$0: stage 5: calibration (2-fold over the enrolled speakers)"
-  utils/calibrate_2fold.sh --cmd "$train_cmd" $trials $exp/scores $exp/calibrated $systems || exit 1
+  utils/calibrate_2fold.sh --cmd "$train_cmd" --nj $nj $trials $exp/scores $exp/calibrated $systems || exit 1
 fi
 
 if [ $stage -le 6 ] && [ $stop_stage -ge 6 ]; then
   echo "$0: stage 6: results"
-  utils/results_table.sh --title "Synthetic demo (seed $seed, $(wc -l < $trials) trials)" \
+  utils/results_table.sh --nj $nj --title "Synthetic demo (seed $seed, $(wc -l < $trials) trials)" \
     --plots $exp/det.png,$exp/roc.png $trials $exp/scores $exp/calibrated $systems \
     > $exp/results.txt || exit 1
   cat $exp/results.txt

@@ -27,6 +27,7 @@ orig_pwd=$PWD
 cd "$(dirname "$(readlink -f "$0")")" || exit 1
 . ./path.sh || exit 1
 . ./cmd.sh || exit 1
+. utils/background.sh || exit 1
 
 stage=0
 stop_stage=6
@@ -35,7 +36,7 @@ lda_dim=100
 losses="triplet pauc"
 preps="lnorm plda"
 metric_opts=        # extra options for train-pauc-metric (none: the shipped defaults)
-nj=2                # metric trainings run at once
+nj=2                # jobs run at once (metric training, scoring, calibration)
 help_message="Usage: $0 [options] [<data-dir>]
   --stage N         first stage (0..6; default $stage)
   --stop-stage N    last stage (default $stop_stage)
@@ -44,7 +45,7 @@ help_message="Usage: $0 [options] [<data-dir>]
   --losses L        metrics among \"triplet pauc\" (default \"$losses\")
   --preps P         preprocessings among \"lnorm plda\" (default \"$preps\")
   --metric-opts S   extra options for train-pauc-metric
-  --nj N            metric trainings at once (default $nj)"
+  --nj N            jobs at once (default $nj)"
 . utils/parse_options.sh || exit 1
 if [ $# -gt 1 ]; then
   printf '%s\n' "$help_message" >&2
@@ -75,16 +76,17 @@ fi
 
 if [ $stage -le 1 ] && [ $stop_stage -ge 1 ]; then
   echo "$0: stage 1: train mean, LDA ($lda_dim), PLDA"
-  $train_cmd $exp/log/compute_mean.log \
-    compute-vector-mean scp:$data/train/xvector.scp $exp/mean.vec || exit 1
-  $train_cmd $exp/log/enroll_speaker_mean.log \
+  background $train_cmd $exp/log/compute_mean.log \
+    compute-vector-mean scp:$data/train/xvector.scp $exp/mean.vec
+  background $train_cmd $exp/log/enroll_speaker_mean.log \
     compute-vector-mean ark:$data/enroll/spk2utt scp:$data/enroll/xvector.scp \
     ark,scp:$exp/enroll_spk_xvector.ark,$exp/enroll_spk_xvector.scp \
-    ark,t:$exp/enroll_num_utts.ark || exit 1
-  $train_cmd $exp/log/lda.log \
+    ark,t:$exp/enroll_num_utts.ark
+  background $train_cmd $exp/log/lda.log \
     train-lda --total-covariance-factor=0.0 --dim=$lda_dim \
     "ark:subtract-vector-mean scp:$data/train/xvector.scp ark:- |" \
-    ark:$data/train/utt2spk $exp/transform.mat || exit 1
+    ark:$data/train/utt2spk $exp/transform.mat
+  wait_background || exit 1
   $train_cmd $exp/log/plda.log \
     train-plda ark:$data/train/spk2utt \
     "ark:subtract-vector-mean scp:$data/train/xvector.scp ark:- | transform-vectors $exp/transform.mat ark:- ark:- | normalize-vector-length ark:- ark:- |" \
@@ -99,66 +101,60 @@ if [ $stage -le 2 ] && [ $stop_stage -ge 2 ]; then
   mkdir -p $exp/lnorm $exp/plda_latent
   for set in train enroll test; do
     eval "input=\$${set}_lda"
-    $train_cmd $exp/log/lnorm_$set.log \
+    background $train_cmd $exp/log/lnorm_$set.log \
       normalize-vector-length --scaleup=false "$input" \
-      ark,scp:$exp/lnorm/$set.ark,$exp/lnorm/$set.scp || exit 1
+      ark,scp:$exp/lnorm/$set.ark,$exp/lnorm/$set.scp
     num_utts=
     [ $set = enroll ] && num_utts=--num-utts=ark:$exp/enroll_num_utts.ark
-    $train_cmd $exp/log/plda_latent_$set.log \
+    background $train_cmd $exp/log/plda_latent_$set.log \
       transform-plda-latent $num_utts $exp/plda \
       "$input normalize-vector-length ark:- ark:- |" \
-      ark,scp:$exp/plda_latent/$set.ark,$exp/plda_latent/$set.scp || exit 1
+      ark,scp:$exp/plda_latent/$set.ark,$exp/plda_latent/$set.scp
   done
+  wait_background || exit 1
 fi
 
 if [ $stage -le 3 ] && [ $stop_stage -ge 3 ]; then
   echo "$0: stage 3: metrics:$metric_systems"
   mkdir -p $exp/metrics
-  pids=()
-  failed=false
   for system in $metric_systems; do
-    $train_cmd $exp/log/train_metric_$system.log \
+    background $train_cmd $exp/log/train_metric_$system.log \
       train-pauc-metric --loss=${system%%_*} $metric_opts ark:$data/train/spk2utt \
-      scp:$(feats_of ${system#*_})/train.scp $exp/metrics/$system &
-    pids+=($!)
-    if [ ${#pids[@]} -ge $nj ]; then
-      wait ${pids[0]} || failed=true
-      pids=("${pids[@]:1}")
-    fi
+      scp:$(feats_of ${system#*_})/train.scp $exp/metrics/$system
   done
-  for pid in "${pids[@]}"; do wait $pid || failed=true; done
-  $failed && exit 1
+  wait_background || exit 1
 fi
 
 if [ $stage -le 4 ] && [ $stop_stage -ge 4 ]; then
   echo "$0: stage 4: scoring $(wc -l < $trials) trials"
   mkdir -p $exp/scores
-  $train_cmd $exp/log/score_cosine.log \
+  background $train_cmd $exp/log/score_cosine.log \
     score-cosine-trials "cut -d' ' -f1,2 $trials |" scp:$exp/lnorm/enroll.scp \
-    scp:$exp/lnorm/test.scp $exp/scores/cosine || exit 1
-  $train_cmd $exp/log/score_plda.log \
+    scp:$exp/lnorm/test.scp $exp/scores/cosine
+  background $train_cmd $exp/log/score_plda.log \
     score-plda-trials --normalize-length=true \
     --num-utts=ark:$exp/enroll_num_utts.ark \
     "copy-plda --smoothing=0.0 $exp/plda - |" \
     "ark:subtract-vector-mean $exp/mean.vec scp:$exp/enroll_spk_xvector.scp ark:- | transform-vectors $exp/transform.mat ark:- ark:- | normalize-vector-length ark:- ark:- |" \
     "ark:subtract-vector-mean $exp/mean.vec scp:$data/test/xvector.scp ark:- | transform-vectors $exp/transform.mat ark:- ark:- | normalize-vector-length ark:- ark:- |" \
-    "cut -d' ' -f1,2 $trials |" $exp/scores/plda || exit 1
+    "cut -d' ' -f1,2 $trials |" $exp/scores/plda
   for system in $metric_systems; do
     feats=$(feats_of ${system#*_})
-    $train_cmd $exp/log/score_$system.log \
+    background $train_cmd $exp/log/score_$system.log \
       score-pauc-trials $exp/metrics/$system scp:$feats/enroll.scp scp:$feats/test.scp \
-      $trials $exp/scores/$system || exit 1
+      $trials $exp/scores/$system
   done
+  wait_background || exit 1
 fi
 
 if [ $stage -le 5 ] && [ $stop_stage -ge 5 ]; then
   echo "$0: stage 5: calibration (2-fold over the enrolled speakers)"
-  utils/calibrate_2fold.sh --cmd "$train_cmd" $trials $exp/scores $exp/calibrated $systems || exit 1
+  utils/calibrate_2fold.sh --cmd "$train_cmd" --nj $nj $trials $exp/scores $exp/calibrated $systems || exit 1
 fi
 
 if [ $stage -le 6 ] && [ $stop_stage -ge 6 ]; then
   echo "$0: stage 6: results"
-  utils/results_table.sh --title "ETRI i-vectors, LDA $lda_dim, $(wc -l < $trials) trials" \
+  utils/results_table.sh --nj $nj --title "ETRI i-vectors, LDA $lda_dim, $(wc -l < $trials) trials" \
     --plots $exp/det.png,$exp/roc.png $trials $exp/scores $exp/calibrated $systems \
     > $exp/results.md.tmp || exit 1
   echo "_Command: \`$command_line\` (stages $stage-6: $(( $(date +%s) - start_time )) s)._" >> $exp/results.md.tmp
