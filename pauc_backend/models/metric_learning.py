@@ -22,6 +22,7 @@ import math
 
 import numpy as np
 
+from pauc_backend import metrics
 from pauc_backend.models import ppa
 
 
@@ -52,28 +53,6 @@ def all_pairs_scores(Y, labels, pairs=None):
         pairs = (a[same], b[same], a[~same], b[~same])
     ta, tb, na, nb = pairs
     return -D[ta, tb], -D[na, nb]
-
-
-def pauc_from_scores(tar, non, alpha, beta):
-    """Normalised pAUC over the FPR range [alpha, beta] (eq. 5; higher is better)."""
-    K = non.size
-    k_alpha, k_beta = ppa.n0_bounds(K, alpha, beta)
-    hard = np.sort(non)[::-1][k_alpha:k_beta]
-    tar = np.sort(tar)
-    below = np.searchsorted(tar, hard, side="left")
-    upto = np.searchsorted(tar, hard, side="right")
-    good = np.sum(tar.size - upto) + 0.5 * np.sum(upto - below)
-    return float(good) / (tar.size * hard.size)
-
-
-def eer_from_scores(tar, non):
-    """Equal error rate (fraction), thresholds at the target scores (for model selection)."""
-    tar = np.sort(tar)
-    non = np.sort(non)
-    miss = np.arange(tar.size) / tar.size
-    fa = 1.0 - np.searchsorted(non, tar, side="left") / non.size
-    i = np.argmin(np.abs(miss - fa))
-    return 0.5 * float(miss[i] + fa[i])
 
 
 class _PPAMetric:
@@ -207,8 +186,8 @@ class _PPAMetric:
         Xv, pairs = validation
         A, _, _ = metric_factor(M)
         tar, non = all_pairs_scores(Xv @ A.T, None, pairs)
-        eer = eer_from_scores(tar, non)
-        pauc = pauc_from_scores(tar, non, self.alpha, self.beta)
+        eer = metrics.eer(tar, non)
+        pauc = metrics.pauc(tar, non, self.alpha, self.beta)
         return (pauc if self.criterion == "pauc" else -eer), eer, pauc
 
     def fit(self, X, y):
