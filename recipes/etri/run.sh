@@ -31,7 +31,8 @@ cd "$(dirname "$(readlink -f "$0")")" || exit 1
 
 stage=0
 stop_stage=6
-exp=exp             # output directory (relative to this recipe)
+dir=                # where data/ and exp/ go (default: this recipe's directory)
+exp=exp             # output directory, relative to --dir
 lda_dim=100
 losses="triplet pauc"
 preps="lnorm plda"
@@ -40,7 +41,8 @@ nj=2                # jobs run at once (metric training, scoring, calibration)
 help_message="Usage: $0 [options] [<data-dir>]
   --stage N         first stage (0..6; default $stage)
   --stop-stage N    last stage (default $stop_stage)
-  --exp DIR         output directory (default $exp, under recipes/etri)
+  --dir DIR         where data/ and exp/ go (default: $PWD)
+  --exp NAME        output directory under --dir (default $exp)
   --lda-dim N       LDA dimension (default $lda_dim)
   --losses L        metrics among \"triplet pauc\" (default \"$losses\")
   --preps P         preprocessings among \"lnorm plda\" (default \"$preps\")
@@ -56,8 +58,13 @@ if [ $# -eq 1 ]; then
 else
   src=$PWD/../../../shared/realdata/etri
 fi
-case "$exp" in /*) ;; *) exp=$PWD/$exp ;; esac
-data=$PWD/data
+case "$dir" in
+  '') dir=$PWD ;;
+  /*) ;;
+  *) dir=$orig_pwd/$dir ;;
+esac
+case "$exp" in /*) ;; *) exp=$dir/$exp ;; esac
+data=$dir/data
 trials=$data/trials
 mkdir -p $exp/log || exit 1
 

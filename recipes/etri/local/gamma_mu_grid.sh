@@ -5,40 +5,44 @@
 # PLDA (exp/scores/plda): relative EER reduction and relative pAUC[0,0.01] increase in %
 # (positive: pAUCMetric is better). Prints two Markdown tables.
 #
-# Usage: local/gamma_mu_grid.sh [--gammas "..."] [--mus "..."] [--nj N] [--stage 0|1]
-#   stage 0 trains and scores the grid (exp/gamma_mu/); stage 1 only prints the tables.
+# Usage: local/gamma_mu_grid.sh [--gammas "..."] [--mus "..."] [--nj N] [--stage 0|1] [--dir DIR]
+#   stage 0 trains and scores the grid (exp/gamma_mu/); stage 1 only prints the tables. --dir
+#   is the directory of run.sh's data/ and exp/ (default: recipes/etri).
 
 command_line="local/gamma_mu_grid.sh $*"
 start_time=$(date +%s)
 cd "$(dirname "$(readlink -f "$0")")/.." || exit 1
 . ./path.sh || exit 1
 . ./cmd.sh || exit 1
-gammas="0 0.1 0.5 1.0 1.5 3.0"
-mus="0 1e-5 1e-3 1e-2 1e-1"
+gammas="0 0.01 0.05 0.1 0.5 1.0 1.5 3.0"
+mus="0 1e-7 1e-6 1e-5 1e-4 1e-3 1e-2 1e-1"
 nj=2
 stage=0
-exp=exp
+dir=
 . utils/parse_options.sh || exit 1
 set -o pipefail
-dir=$exp/gamma_mu
+dir=${dir:-$PWD}
+data=$dir/data
+exp=$dir/exp
+grid=$exp/gamma_mu
 feats=$exp/plda_latent
 for f in $feats/train.scp $feats/enroll.scp $feats/test.scp $exp/scores/plda; do
   [ -s $f ] || { echo "$0: $f missing: run ./run.sh (stages 0-4) first" >&2; exit 1; }
 done
 
 if [ $stage -le 0 ]; then
-  mkdir -p $dir/log
+  mkdir -p $grid/log
   pids=()
   failed=false
   for gamma in $gammas; do
     for mu in $mus; do
       name=g${gamma}_m$mu
-      ( $train_cmd $dir/log/train_$name.log \
-          train-pauc-metric --loss=pauc --gamma=$gamma --mu=$mu ark:data/train/spk2utt \
-          scp:$feats/train.scp $dir/metric_$name &&
-        $train_cmd $dir/log/score_$name.log \
-          score-pauc-trials $dir/metric_$name scp:$feats/enroll.scp scp:$feats/test.scp \
-          data/trials $dir/scores_$name ) &
+      ( $train_cmd $grid/log/train_$name.log \
+          train-pauc-metric --loss=pauc --gamma=$gamma --mu=$mu ark:$data/train/spk2utt \
+          scp:$feats/train.scp $grid/metric_$name &&
+        $train_cmd $grid/log/score_$name.log \
+          score-pauc-trials $grid/metric_$name scp:$feats/enroll.scp scp:$feats/test.scp \
+          $data/trials $grid/scores_$name ) &
       pids+=($!)
       if [ ${#pids[@]} -ge $nj ]; then
         wait ${pids[0]} || failed=true
@@ -47,11 +51,11 @@ if [ $stage -le 0 ]; then
     done
   done
   for pid in "${pids[@]}"; do wait $pid || failed=true; done
-  $failed && { echo "$0: some grid points failed, see $dir/log" >&2; exit 1; }
+  $failed && { echo "$0: some grid points failed, see $grid/log" >&2; exit 1; }
 fi
 
 metric_of() {  # <metric> <scores>
-  utils/evaluate.sh $2 data/trials | awk -v m=$1 '$1 == m { print $2; found = 1 } END { exit !found }'
+  utils/evaluate.sh $2 $data/trials | awk -v m=$1 '$1 == m { print $2; found = 1 } END { exit !found }'
 }
 plda_eer=$(metric_of EER $exp/scores/plda) || exit 1
 plda_pauc=$(metric_of pAUC $exp/scores/plda) || exit 1
@@ -71,7 +75,7 @@ for what in EER pAUC; do
   for gamma in $gammas; do
     line="| $gamma |"
     for mu in $mus; do
-      value=$(metric_of $what $dir/scores_g${gamma}_m$mu) || exit 1
+      value=$(metric_of $what $grid/scores_g${gamma}_m$mu) || exit 1
       if [ $what = EER ]; then
         line+=" $(awk -v a=$plda_eer -v b=$value 'BEGIN { printf "%.1f", 100 * (a - b) / a }') |"
       else

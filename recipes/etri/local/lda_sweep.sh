@@ -4,8 +4,9 @@
 # preprocessing, for each LDA dimension. Runs stages 1-4 of run.sh into exp/lda<dim>
 # (stage 0 of run.sh must have prepared data/), then prints a Markdown table.
 #
-# Usage: local/lda_sweep.sh [--dims "50 100 150 200"] [--stage 0|1]
-#   stage 0 trains and scores every dimension; stage 1 only prints the table.
+# Usage: local/lda_sweep.sh [--dims "50 100 150 200"] [--stage 0|1] [--dir DIR]
+#   stage 0 trains and scores every dimension; stage 1 only prints the table. --dir is the
+#   directory of run.sh's data/ and exp/ (default: recipes/etri).
 
 command_line="local/lda_sweep.sh $*"
 start_time=$(date +%s)
@@ -13,18 +14,21 @@ cd "$(dirname "$(readlink -f "$0")")/.." || exit 1
 . ./path.sh || exit 1
 dims="50 100 150 200"
 stage=0
+dir=
 . utils/parse_options.sh || exit 1
 set -o pipefail
+dir=${dir:-$PWD}
 
 if [ $stage -le 0 ]; then
   for dim in $dims; do
-    ./run.sh --stage 1 --stop-stage 4 --exp exp/lda$dim --lda-dim $dim --losses pauc \
-      > exp/lda_sweep_$dim.log 2>&1 || { echo "$0: LDA $dim failed, see exp/lda_sweep_$dim.log" >&2; exit 1; }
+    ./run.sh --stage 1 --stop-stage 4 --dir $dir --exp exp/lda$dim --lda-dim $dim --losses pauc \
+      > $dir/exp/lda_sweep_$dim.log 2>&1 || {
+        echo "$0: LDA $dim failed, see $dir/exp/lda_sweep_$dim.log" >&2; exit 1; }
   done
 fi
 
 eer_of() {  # <dim> <system>
-  utils/evaluate.sh exp/lda$1/scores/$2 data/trials |
+  utils/evaluate.sh $dir/exp/lda$1/scores/$2 $dir/data/trials |
     awk '$1 == "EER" { printf "%.2f", $2; found = 1 } END { exit !found }'
 }
 {
@@ -45,6 +49,6 @@ for row in "Length-norm:Cosine:cosine" "Length-norm:pAUCMetric:pauc_lnorm" \
 done
 echo
 echo "_Command: \`$command_line\` ($(( $(date +%s) - start_time )) s)._"
-} > exp/lda_sweep.md.tmp || exit 1
-mv exp/lda_sweep.md.tmp exp/lda_sweep.md
-cat exp/lda_sweep.md
+} > $dir/exp/lda_sweep.md.tmp || exit 1
+mv $dir/exp/lda_sweep.md.tmp $dir/exp/lda_sweep.md
+cat $dir/exp/lda_sweep.md

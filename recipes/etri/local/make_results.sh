@@ -4,12 +4,18 @@
 # that was not produced is left out. Each table file ends with the command that made it and
 # its run time.
 #
-# Usage: local/make_results.sh [<out>]     (default: RESULTS.md)
+# Usage: local/make_results.sh [--dir DIR] [<out>]     (default: RESULTS.md)
+#   --dir is the directory of run.sh's data/ and exp/ (default: recipes/etri).
 
 cd "$(dirname "$(readlink -f "$0")")/.." || exit 1
+dir=
+. utils/parse_options.sh || exit 1
+dir=${dir:-$PWD}
 out=${1:-RESULTS.md}
+case "$out" in /*) ;; *) out=$PWD/$out ;; esac
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+cd $dir || exit 1
 [ -s exp/results.md ] || { echo "$0: exp/results.md missing: run ./run.sh first" >&2; exit 1; }
-commit=$(git -C . rev-parse --short HEAD 2>/dev/null || echo unknown)
 
 {
   echo "# Results of recipes/etri on the ETRI i-vectors"
