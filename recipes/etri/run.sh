@@ -21,7 +21,7 @@
 # local/gamma_mu_grid.sh; local/make_results.sh writes RESULTS.md.
 
 set -o pipefail
-command_line="./run.sh $*"
+command_line="./run.sh${*:+ $*}"
 start_time=$(date +%s)
 orig_pwd=$PWD
 cd "$(dirname "$(readlink -f "$0")")" || exit 1
@@ -164,7 +164,8 @@ if [ $stage -le 6 ] && [ $stop_stage -ge 6 ]; then
   utils/results_table.sh --nj $nj --title "ETRI i-vectors, LDA $lda_dim, $(wc -l < $trials) trials" \
     --plots $exp/det.png,$exp/roc.png $trials $exp/scores $exp/calibrated $systems \
     > $exp/results.md.tmp || exit 1
-  echo "_Command: \`$command_line\` (stages $stage-6: $(( $(date +%s) - start_time )) s)._" >> $exp/results.md.tmp
+  printf '\n_Command: `%s` (stages %s-6: %d s)._\n' "$command_line" $stage \
+    $(( $(date +%s) - start_time )) >> $exp/results.md.tmp
   mv $exp/results.md.tmp $exp/results.md
   cat $exp/results.md
 fi

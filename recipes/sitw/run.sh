@@ -3,6 +3,9 @@
 #
 # Usage: run.sh [options] [<egs-dir>]      (default <egs-dir>: the current directory)
 #   e.g. cd kaldi/egs/sitw/v2 && /path/to/pauc-backend/recipes/sitw/run.sh --nj 8
+#   or   /path/to/pauc-backend/recipes/sitw/run.sh --nj 8 kaldi/egs/sitw/v2
+#   or, to keep it in the egs directory, a symbolic link (not a copy: it finds its helpers in
+#   recipes/common through the link): ln -s /path/to/pauc-backend/recipes/sitw/run.sh run_pauc.sh
 #
 # It reads the recipe's own files ($nnet_dir/xvectors_{train_combined_200k,sitw_dev_enroll,
 # sitw_dev_test,sitw_eval_enroll,sitw_eval_test}/xvector.scp, data/train_combined_200k/

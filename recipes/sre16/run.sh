@@ -3,6 +3,9 @@
 #
 # Usage: run.sh [options] [<egs-dir>]      (default <egs-dir>: the current directory)
 #   e.g. cd kaldi/egs/sre16/v2 && /path/to/pauc-backend/recipes/sre16/run.sh --nj 8
+#   or   /path/to/pauc-backend/recipes/sre16/run.sh --nj 8 kaldi/egs/sre16/v2
+#   or, to keep it in the egs directory, a symbolic link (not a copy: it finds its helpers in
+#   recipes/common through the link): ln -s /path/to/pauc-backend/recipes/sre16/run.sh run_pauc.sh
 #
 # It reads the recipe's own files (exp/xvectors_{sre_combined,sre16_major,sre16_eval_enroll,
 # sre16_eval_test}/xvector.scp, data/sre_combined/{spk2utt,utt2spk},

@@ -9,7 +9,7 @@
 #   stage 0 trains and scores the grid (exp/gamma_mu/); stage 1 only prints the tables. --dir
 #   is the directory of run.sh's data/ and exp/ (default: recipes/etri).
 
-command_line="local/gamma_mu_grid.sh $*"
+command_line="local/gamma_mu_grid.sh${*:+ $*}"
 start_time=$(date +%s)
 cd "$(dirname "$(readlink -f "$0")")/.." || exit 1
 . ./path.sh || exit 1
@@ -60,6 +60,10 @@ metric_of() {  # <metric> <scores>
 plda_eer=$(metric_of EER $exp/scores/plda) || exit 1
 plda_pauc=$(metric_of pAUC $exp/scores/plda) || exit 1
 {
+echo "Every other option of train-pauc-metric as shipped; gamma and mu are in the tool's units"
+echo "(--scale=auto: vectors scaled so that the mean squared distance between two training"
+echo "vectors is 2). Positive numbers: pAUCMetric is better than PLDA."
+echo
 for what in EER pAUC; do
   if [ $what = EER ]; then
     echo "Relative EER reduction (%) of pAUCMetric (PLDA-based) over PLDA (EER $plda_eer%):"

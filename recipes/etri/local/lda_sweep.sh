@@ -8,7 +8,7 @@
 #   stage 0 trains and scores every dimension; stage 1 only prints the table. --dir is the
 #   directory of run.sh's data/ and exp/ (default: recipes/etri).
 
-command_line="local/lda_sweep.sh $*"
+command_line="local/lda_sweep.sh${*:+ $*}"
 start_time=$(date +%s)
 cd "$(dirname "$(readlink -f "$0")")/.." || exit 1
 . ./path.sh || exit 1
