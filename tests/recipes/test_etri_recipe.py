@@ -19,15 +19,17 @@ SYSTEMS = ["Cosine", "TripletMetric (length-norm)", "pAUCMetric (length-norm)", 
 
 def table_rows(text):
     """{system: [values...]} of the first Markdown table in text, and its header."""
-    lines = [l for l in text.splitlines() if l.startswith("|")]
-    header = [c.strip() for c in lines[0].strip("|").split("|")]
+    lines = text.splitlines()
+    first = next(i for i, l in enumerate(lines) if l.startswith("|"))
+    block = []
+    for line in lines[first:]:
+        if not line.startswith("|"):
+            break
+        block.append(line)
+    header = [c.strip() for c in block[0].strip("|").split("|")]
     rows = {}
-    for line in lines[2:]:
-        if line.startswith("|---"):
-            break
+    for line in block[2:]:
         cells = [c.strip() for c in line.strip("|").split("|")]
-        if cells[0] in rows:
-            break
         rows[cells[0]] = [float(c) for c in cells[1:]]
     return header, rows
 
