@@ -1,4 +1,4 @@
-"""The synthetic corpus behind the demo: deterministic, well-formed, and with the structure it claims."""
+"""The demo's synthetic corpus: deterministic, well-formed, with the structure it claims."""
 
 import numpy as np
 import pytest
@@ -106,7 +106,8 @@ def test_in_domain_sets_are_shifted_and_have_extra_variability():
 
 @pytest.mark.parametrize("kwargs", [dict(dim=1), dict(num_eval_speakers=1),
                                     dict(train_utts_range=(1, 5)), dict(test_utts_range=(4, 3)),
-                                    dict(within_dof=2.0), dict(dim=4, extra_between_rank=2, extra_within_rank=5)])
+                                    dict(within_dof=2.0),
+                                    dict(dim=4, extra_between_rank=2, extra_within_rank=5)])
 def test_bad_parameters_are_rejected(kwargs):
     with pytest.raises(ValueError):
         make_speaker_corpus(**kwargs)
@@ -118,7 +119,7 @@ def _tree_bytes(root):
             for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-def test_make_synthetic_vectors_writes_kaldi_data_dirs_that_read_back(tmp_path, monkeypatch):
+def test_make_synthetic_vectors_writes_data_dirs_that_read_back(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # scp paths are relative to the directory the tool ran in
     from conftest import run_tool
     from pauc_backend.kaldi_io import read_token_vector_table, read_trials, read_vector_table

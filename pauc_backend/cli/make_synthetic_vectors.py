@@ -1,4 +1,4 @@
-"""make-synthetic-vectors: write a seeded synthetic corpus as Kaldi data directories (the demo's data)."""
+"""make-synthetic-vectors: a seeded synthetic corpus as Kaldi data directories (the demo's data)."""
 
 import os
 

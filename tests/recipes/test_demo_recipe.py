@@ -1,4 +1,4 @@
-"""recipes/demo/run.sh end to end (the README's first command): every system, every metric, plots."""
+"""recipes/demo/run.sh end to end (the README's first command): every system and metric, plots."""
 
 import math
 import subprocess

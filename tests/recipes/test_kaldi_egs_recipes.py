@@ -141,9 +141,11 @@ def test_sre16_new_back_ends_report_every_system(sre16):
     for label in ("Cosine", "pAUCMetric (length-norm)", "pAUCMetric (PLDA latent)",
                   "pAUCMetric (PLDA-adp latent)"):
         for metric in ("EER", "minDCF(p-target=0.01)", "pAUC[0,0.01]"):
-            lines = [l for l in stdout.splitlines() if l.startswith("Using %s, %s: " % (label, metric))]
+            prefix = "Using %s, %s: " % (label, metric)
+            lines = [l for l in stdout.splitlines() if l.startswith(prefix)]
             assert len(lines) == 1, (label, metric, stdout)
-            values = [float(part.split()[1].rstrip("%")) for part in lines[0].split(": ", 1)[1].split(", ")]
+            values = [float(part.split()[1].rstrip("%"))
+                      for part in lines[0][len(prefix):].split(", ")]
             assert len(values) == 3 and all(math.isfinite(v) for v in values)
     gold_keys, _ = read_score_file(egs / "exp/scores/sre16_eval_scores")
     for system in ("cosine", "pauc_lnorm", "pauc_plda", "pauc_plda_adapt"):
