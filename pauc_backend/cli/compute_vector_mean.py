@@ -1,6 +1,9 @@
 """compute-vector-mean: per-speaker or global mean of vectors (twin of Kaldi's ivector-mean)."""
 
+import numpy as np
+
 from pauc_backend.cli.kaldi_cli import Tool, format_float
+from pauc_backend.cli.speaker_tables import gather_speakers
 from pauc_backend.cli.trial_scoring import index_keys
 from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import (read_token_vector_table, read_vector_table, write_int32_table,
@@ -50,25 +53,10 @@ def speaker_form(spk2utt_rspecifier, vector_rspecifier, vector_wspecifier, num_u
     spk2utt = read_token_vector_table(spk2utt_rspecifier)
     keys, X = read_finite(vector_rspecifier)
     position = index_keys(keys, "Duplicate key %%s in %s" % vector_rspecifier.replace("%", "%%"))
-    speakers, utt_lists = [], []
-    num_spk_err = num_utt_err = 0
-    for spk, utts in spk2utt.items():
-        if not utts:
-            raise KaldiError("Speaker with no utterances: %s in %s" % (spk, spk2utt_rspecifier))
-        rows = [position.get(utt, -1) for utt in utts]
-        if min(rows) < 0:
-            for utt, row in zip(utts, rows):
-                if row < 0:
-                    log.warning("No iVector present in input for utterance %s" % utt)
-                    num_utt_err += 1
-            rows = [row for row in rows if row >= 0]
-        if not rows:
-            log.warning("Not producing output for speaker %s since no utterances had iVectors"
-                        % spk)
-            num_spk_err += 1
-            continue
-        speakers.append(spk)
-        utt_lists.append(rows)
+    gathered = gather_speakers(log, spk2utt, position, spk2utt_rspecifier)
+    speakers, num_spk_err, num_utt_err = (gathered.speakers, gathered.num_spk_err,
+                                          gathered.num_utt_err)
+    utt_lists = np.split(gathered.rows, np.cumsum(gathered.sizes)[:-1]) if speakers else []
     means, num_utts = speaker_means(X, utt_lists)
     write_vector_table(vector_wspecifier, speakers, means)
     if num_utts_wspecifier:

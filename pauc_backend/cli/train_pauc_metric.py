@@ -3,7 +3,7 @@
 import numpy as np
 
 from pauc_backend.cli.kaldi_cli import Progress, Tool, format_float
-from pauc_backend.cli.train_plda import gather_speakers
+from pauc_backend.cli.speaker_tables import gather_speakers
 from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import read_token_vector_table, read_vector_table, write_matrix
 from pauc_backend.models.metric_learning import PaucMetric, TripletMetric, group_by_speaker
@@ -100,7 +100,8 @@ def run(opts, args):
     model = make_estimator(opts, callback)
     spk2utt = read_token_vector_table(spk2utt_rspecifier)
     keys, X = read_vector_table(vector_rspecifier)
-    rows, labels, _, _ = gather_speakers(log, spk2utt, keys)
+    speakers = gather_speakers(log, spk2utt, keys)
+    rows, labels = speakers.rows, speakers.labels
     if not rows.size:
         raise KaldiError("No speaker in %s has a vector in %s"
                          % (spk2utt_rspecifier, vector_rspecifier))
@@ -109,12 +110,11 @@ def run(opts, args):
     if bad.any():
         raise KaldiError("Vector for utterance %s in %s contains NaN or Inf"
                          % (keys[rows[np.flatnonzero(bad)[0]]], vector_rspecifier))
-    spk_names = list(spk2utt)
     kept, _, num_single = group_by_speaker(labels)
     if num_single:
         counts = np.bincount(labels)
         for spk in np.flatnonzero(counts == 1):
-            log.warning("Skipping speaker %s: only one utterance" % spk_names[spk])
+            log.warning("Skipping speaker %s: only one utterance" % speakers.speakers[spk])
     if kept.size < 2:
         raise KaldiError("Need at least 2 speakers with 2 or more utterances, found %d "
                          "(%d with one utterance)" % (kept.size, num_single))

@@ -9,6 +9,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 from pauc_backend.cli.kaldi_cli import Tool, format_float, format_vector
+from pauc_backend.cli.speaker_tables import gather_speakers
 from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import read_token_vector_table, read_vector_table, write_plda
 from pauc_backend.models.plda import PLDA
@@ -28,38 +29,13 @@ tool.register("num-em-iters", 10, "Number of iterations of E-M used for PLDA est
 tool.register("binary", True, "Write output in binary mode")
 
 
-def gather_speakers(log, spk2utt, keys):
-    """Rows of each speaker's vectors and speaker labels 0..S-1, in spk2utt order, with Kaldi's
-    warnings for utterances that have no vector."""
-    position = {key: row for row, key in enumerate(keys)}
-    rows, sizes = [], []
-    num_spk_err = num_utt_err = 0
-    for spk, utts in spk2utt.items():
-        if not utts:
-            raise KaldiError("Speaker with no utterances: %s" % spk)
-        found = [position.get(utt, -1) for utt in utts]
-        if min(found) < 0:
-            for utt, row in zip(utts, found):
-                if row < 0:
-                    log.warning("No iVector present in input for utterance %s" % utt)
-                    num_utt_err += 1
-            found = [row for row in found if row >= 0]
-        if not found:
-            log.warning("Not producing output for speaker %s since no utterances had iVectors"
-                        % spk)
-            num_spk_err += 1
-            continue
-        rows.extend(found)
-        sizes.append(len(found))
-    labels = np.repeat(np.arange(len(sizes)), sizes)
-    return np.asarray(rows, dtype=np.intp), labels, num_spk_err, num_utt_err
-
-
 def run(opts, args):
     spk2utt_rspecifier, vector_rspecifier, plda_wxfilename = args
     spk2utt = read_token_vector_table(spk2utt_rspecifier)
     keys, X = read_vector_table(vector_rspecifier)
-    rows, labels, num_spk_err, num_utt_err = gather_speakers(tool.log, spk2utt, keys)
+    speakers = gather_speakers(tool.log, spk2utt, keys)
+    rows, labels = speakers.rows, speakers.labels
+    num_spk_err, num_utt_err = speakers.num_spk_err, speakers.num_utt_err
     num_spk_done = int(labels[-1]) + 1 if labels.size else 0
     tool.log.log("Accumulated stats from %d speakers (%d with no utterances), consisting of "
                  "%d utterances (%d absent from input)."
