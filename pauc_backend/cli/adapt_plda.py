@@ -1,12 +1,6 @@
 """adapt-plda: unsupervised PLDA domain adaptation (twin of Kaldi's ivector-adapt-plda)."""
 
-import os
-
-# One BLAS thread per process, as Kaldi binaries run: recipes run several tools at once in
-# pipes, and on a busy machine OpenBLAS threads spin-wait (train-plda: 20 s instead of 2.5 s).
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-
-import numpy as np  # noqa: E402
+import numpy as np
 
 from pauc_backend.cli.kaldi_cli import Tool, format_float, format_vector
 from pauc_backend.cli.transform_plda_latent import read_plda_model

@@ -4,13 +4,7 @@ The paper's PLDA-based preprocessing (Section V-B and its footnote): u = transfo
 scaled by sqrt(d / sum_i u_i^2 / (psi_i + 1/n)). Also the vector reader of score-plda-trials.
 """
 
-import os
-
-# One BLAS thread per process, as Kaldi binaries run: recipes run several tools at once in
-# pipes, and on a busy machine OpenBLAS threads spin-wait (train-plda: 20 s instead of 2.5 s).
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-
-import numpy as np  # noqa: E402
+import numpy as np
 
 from pauc_backend.cli.kaldi_cli import Tool, format_float
 from pauc_backend.cli.trial_scoring import index_keys
