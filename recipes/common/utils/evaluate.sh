@@ -23,7 +23,8 @@ import json, sys
 r = json.loads(sys.argv[1])
 print("EER %.6g" % (100 * r["eer"]))
 print("minDCF %.6g" % r["min_dcf"][0]["min_dcf"])
-print("pAUC %.6g" % r["pauc"])
+# pAUC is null when the band holds no non-target (fewer than 1/beta of them).
+print("pAUC %s" % ("n/a" if r["pauc"] is None else "%.6g" % r["pauc"]))
 print("AUC %.6g" % r["auc"])
 print("AP %.6g" % (100 * r["average_precision"]))
 if "cllr" in r:
