@@ -74,3 +74,15 @@ def test_local_run_keeps_to_max_jobs_run(tmp_path):
                 command, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr + "".join(
         p.read_text() for p in (tmp_path / "log").glob("*.log"))
+
+
+def test_evaluate_reports_pauc_as_na_when_the_band_holds_no_nontarget(tmp_path):
+    from conftest import tool_env
+    (tmp_path / "trials").write_text("a x1 target\na y1 nontarget\na y2 nontarget\n")
+    (tmp_path / "scores").write_text("a x1 2\na y1 1\na y2 0.5\n")
+    proc = subprocess.run(["bash", str(UTILS / "evaluate.sh"), str(tmp_path / "scores"),
+                           str(tmp_path / "trials")], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, env=tool_env())
+    assert proc.returncode == 0, proc.stderr
+    assert "pAUC n/a" in proc.stdout.splitlines()
+    assert "EER 0" in proc.stdout.splitlines()
