@@ -15,6 +15,7 @@ cmd="$(dirname "$(readlink -f "$0")")/local_run.sh"
 prior=0.01
 nj=2
 . "$(dirname "$(readlink -f "$0")")/parse_options.sh" || exit 1
+. "$(dirname "$(readlink -f "$0")")/background.sh" || exit 1
 if [ $# -lt 4 ]; then
   echo "Usage: $0 [--cmd CMD] [--prior P] [--nj N] <trials> <scores-dir> <out-dir> <system>..." >&2
   exit 1
@@ -53,15 +54,7 @@ calibrate() {  # <system>
       echo "$0: could not merge the calibrated scores of $system" >&2; return 1; }
 }
 
-pids=()
-failed=false
 for system in "$@"; do
-  calibrate $system &
-  pids+=($!)
-  if [ ${#pids[@]} -ge $nj ]; then
-    wait ${pids[0]} || failed=true
-    pids=("${pids[@]:1}")
-  fi
+  background calibrate $system
 done
-for pid in "${pids[@]}"; do wait $pid || failed=true; done
-! $failed
+wait_background

@@ -14,6 +14,7 @@ p_target=0.01
 nj=2
 utils=$(dirname "$(readlink -f "$0")")
 . $utils/parse_options.sh || exit 1
+. $utils/background.sh || exit 1
 if [ $# -lt 4 ]; then
   echo "Usage: $0 [--title T] [--plots DET,ROC] <trials> <scores-dir> <calibrated-dir> <system>..." >&2
   exit 1
@@ -43,18 +44,10 @@ evaluate() {  # <system>: raw figures, then calibrated ones, in $tmp/<system>
   { $utils/evaluate.sh --p-target $p_target $scores/$1 $trials &&
     $utils/evaluate.sh --llr true --p-target $p_target $calibrated/$1 $trials; } > $tmp/$1
 }
-pids=()
-failed=false
 for system in "$@"; do
-  evaluate $system &
-  pids+=($!)
-  if [ ${#pids[@]} -ge $nj ]; then
-    wait ${pids[0]} || failed=true
-    pids=("${pids[@]:1}")
-  fi
+  background evaluate $system
 done
-for pid in "${pids[@]}"; do wait $pid || failed=true; done
-$failed && exit 1
+wait_background || exit 1
 
 echo "| System | EER(%) | minDCF($p_target) | pAUC[0,0.01] | AUC | AP(%) | actDCF($p_target) | Cllr |"
 echo "|---|---|---|---|---|---|---|---|"

@@ -20,6 +20,7 @@ nj=2
 stage=0
 dir=
 . utils/parse_options.sh || exit 1
+. utils/background.sh || exit 1
 set -o pipefail
 dir=${dir:-$PWD}
 data=$dir/data
@@ -32,26 +33,21 @@ done
 
 if [ $stage -le 0 ]; then
   mkdir -p $grid/log
-  pids=()
-  failed=false
+  grid_point() {  # <gamma> <mu>: train and score one metric
+    local name=g${1}_m$2
+    $train_cmd $grid/log/train_$name.log \
+      train-pauc-metric --loss=pauc --gamma=$1 --mu=$2 ark:$data/train/spk2utt \
+      scp:$feats/train.scp $grid/metric_$name &&
+    $train_cmd $grid/log/score_$name.log \
+      score-pauc-trials $grid/metric_$name scp:$feats/enroll.scp scp:$feats/test.scp \
+      $data/trials $grid/scores_$name
+  }
   for gamma in $gammas; do
     for mu in $mus; do
-      name=g${gamma}_m$mu
-      ( $train_cmd $grid/log/train_$name.log \
-          train-pauc-metric --loss=pauc --gamma=$gamma --mu=$mu ark:$data/train/spk2utt \
-          scp:$feats/train.scp $grid/metric_$name &&
-        $train_cmd $grid/log/score_$name.log \
-          score-pauc-trials $grid/metric_$name scp:$feats/enroll.scp scp:$feats/test.scp \
-          $data/trials $grid/scores_$name ) &
-      pids+=($!)
-      if [ ${#pids[@]} -ge $nj ]; then
-        wait ${pids[0]} || failed=true
-        pids=("${pids[@]:1}")
-      fi
+      background grid_point $gamma $mu
     done
   done
-  for pid in "${pids[@]}"; do wait $pid || failed=true; done
-  $failed && { echo "$0: some grid points failed, see $grid/log" >&2; exit 1; }
+  wait_background || { echo "$0: some grid points failed, see $grid/log" >&2; exit 1; }
 fi
 
 metric_of() {  # <metric> <scores>
