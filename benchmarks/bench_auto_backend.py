@@ -15,6 +15,7 @@ import argparse
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -35,6 +36,23 @@ def read_table(path):
     return dict(line.split(None, 1) for line in open(path))
 
 
+def read_set(base, name):
+    """Keys and vectors of <base>/<name>/xvector.scp, whose paths are relative to the corpus
+    folder (ETRI) or to the set's own folder (TIMIT)."""
+    lines = []
+    for line in open(os.path.join(base, name, "xvector.scp")):
+        key, target = line.split()
+        path = target.rsplit(":", 1)[0]
+        folder = base if os.path.exists(os.path.join(base, path)) else os.path.join(base, name)
+        lines.append("%s %s\n" % (key, os.path.join(folder, target)))
+    with tempfile.NamedTemporaryFile("w", suffix=".scp", delete=False) as f:
+        f.writelines(lines)
+    try:
+        return read_vector_table("scp:" + f.name)
+    finally:
+        os.unlink(f.name)
+
+
 def load(corpus):
     """(train X, train speakers, enroll X, enroll keys, num_utts, test X, test keys,
     trial enroll rows, trial test rows, is_target)."""
@@ -43,21 +61,21 @@ def load(corpus):
     cwd = os.getcwd()
     os.chdir(base)
     try:
-        keys, X = read_vector_table("scp:train/xvector.scp")
+        keys, X = read_set(base, "train")
         u2s = {k: v.strip() for k, v in read_table("train/utt2spk").items()}
         y = np.array([u2s[k] for k in keys])
         if corpus == "etri":
-            ekeys, EX = read_vector_table("scp:enroll/xvector.scp")
+            ekeys, EX = read_set(base, "enroll")
             epos = {k: i for i, k in enumerate(ekeys)}
             spk2utt = {k: v.split() for k, v in read_table("enroll/spk2utt").items()}
             enroll_keys = sorted(spk2utt)
             E = np.stack([EX[[epos[u] for u in spk2utt[s]]].astype(np.float64).mean(axis=0)
                           for s in enroll_keys]).astype(np.float32)
             num_utts = np.array([len(spk2utt[s]) for s in enroll_keys])
-            test_keys, T = read_vector_table("scp:test/xvector.scp")
+            test_keys, T = read_set(base, "test")
             trials_path = "trials"
         else:
-            test_keys, T = read_vector_table("scp:eval/xvector.scp")
+            test_keys, T = read_set(base, "eval")
             enroll_keys, E, num_utts = test_keys, T, 1
             trials_path = "eval/trials"
         epos = {k: i for i, k in enumerate(enroll_keys)}

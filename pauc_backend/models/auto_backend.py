@@ -172,10 +172,12 @@ class AutoBackend:
                 for key in ("pauc", "pauc_001", "eer", "min_dcf"):
                     row[key] = float(np.mean([f[key] for f in per_fold]))
                 self.cv_results_.append(row)
+                extra = ("" if (self.alpha, self.beta) == (0.0, 0.01)
+                         else "  pAUC[0,0.01] %.4f" % row["pauc_001"])
                 self._log("Held-out %-36s LDA %3d: pAUC[%g,%g] %.4f  EER %.2f%%  "
-                          "minDCF(0.01) %.4f  pAUC[0,0.01] %.4f"
+                          "minDCF(0.01) %.4f%s"
                           % (name, dim, self.alpha, self.beta, row["pauc"], 100 * row["eer"],
-                             row["min_dcf"], row["pauc_001"]))
+                             row["min_dcf"], extra))
         if not self.cv_results_:
             raise ValueError("no candidate could be rated")
         best = max(range(len(self.cv_results_)),
@@ -218,6 +220,20 @@ class AutoBackend:
                 fused = scores[:, 0]
             out.append(trial_figures(fused, t.is_target, self.alpha, self.beta))
         return out
+
+    @classmethod
+    def from_parts(cls, pipeline, fusion, n_features_in):
+        """A fitted back-end from a stored pipeline (BackendPipeline.from_parts) and fusion."""
+        model = cls()
+        model.pipeline_ = pipeline
+        model.members_ = tuple(pipeline.systems)
+        model.lda_dim_ = pipeline.lda_dim
+        model.fusion_ = fusion
+        model.n_features_in_ = int(n_features_in)
+        if fusion.weights_.size != len(model.members_):
+            raise ValueError("the fusion has %d weights for %d systems"
+                             % (fusion.weights_.size, len(model.members_)))
+        return model
 
     # -- scoring -------------------------------------------------------------------------------
     def features(self, X, num_utts=1):

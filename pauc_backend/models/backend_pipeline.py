@@ -17,7 +17,7 @@ Every score is -S (eq. 1) or an LLR: higher means more likely the same speaker.
 import numpy as np
 
 from pauc_backend.models.lda import LDA
-from pauc_backend.models.metric_learning import PaucMetric
+from pauc_backend.models.metric_learning import PaucMetric, metric_factor
 from pauc_backend.models.plda import PLDA
 from pauc_backend.models.preprocessing import normalize_length
 
@@ -57,8 +57,9 @@ class BackendPipeline:
         if unknown:
             raise ValueError("unknown system(s) %s (known: %s)"
                              % (", ".join(sorted(unknown)), ", ".join(SYSTEMS)))
-        self.mean_ = X.astype(np.float64).mean(axis=0)
-        centred = (X - self.mean_).astype(np.float32)
+        # float32, as compute-vector-mean writes it and subtract-vector-mean applies it
+        self.mean_ = X.astype(np.float64).mean(axis=0).astype(np.float32)
+        centred = X - self.mean_
         self.lda_ = LDA(dim=int(self.lda_dim)).fit(centred, y)
         Z = self.lda_.transform(centred)
         self.plda_ = None
@@ -73,10 +74,31 @@ class BackendPipeline:
             self.metrics_["pauc_latent"] = self._metric().fit(latent, y)
         return self
 
+    @classmethod
+    def from_parts(cls, systems, mean, lda_affine, plda=None, metrics=None):
+        """A fitted pipeline from stored pieces: the float32 mean, the LDA affine matrix
+        [A | b] (transform.mat), a PLDA (models.plda.PLDA) and {system: Mahalanobis M}."""
+        pipe = cls(lda_dim=np.asarray(lda_affine).shape[0], systems=tuple(systems))
+        pipe.mean_ = np.asarray(mean, dtype=np.float32)
+        pipe.lda_ = LDA(dim=pipe.lda_dim)
+        pipe.lda_.affine_matrix_ = np.asarray(lda_affine, dtype=np.float32)
+        pipe.plda_ = plda
+        pipe.metrics_ = {}
+        for name, M in (metrics or {}).items():
+            metric = PaucMetric()
+            metric.metric_ = np.asarray(M, dtype=np.float64)
+            metric.components_ = metric_factor(metric.metric_)[0]
+            pipe.metrics_[name] = metric
+        missing = [s for s in pipe.systems if s.startswith("pauc") and s not in pipe.metrics_]
+        if missing or (pipe.plda_ is None and {"plda", "pauc_latent"} & set(pipe.systems)):
+            raise ValueError("stored back-end lacks the pieces of %s"
+                             % ", ".join(missing or ["plda"]))
+        return pipe
+
     def features(self, X, num_utts=1):
         """Per-system feature matrices of raw vectors X (num_utts: vectors averaged per row)."""
         X = np.asarray(X, dtype=np.float32)
-        Z = self.lda_.transform((X - self.mean_).astype(np.float32))
+        Z = self.lda_.transform(X - self.mean_)
         out = {}
         unit = normalize_length(Z, scaleup=False)[0].astype(np.float64)
         if "cosine" in self.systems:
