@@ -100,19 +100,22 @@ def main():
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--candidates", default="")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--eval-dims", default="", help="also report single systems at these")
+    parser.add_argument("--lda-selection", default="cheap")
+    parser.add_argument("--jobs", type=int, default=2)
     args = parser.parse_args()
     X, y, E, num_utts, T, er, tr, lab, enroll_utts = load(args.corpus)
     kwargs = {}
     if args.candidates:
         kwargs["candidates"] = args.candidates.split(",")
     load_before = os.getloadavg()
-    t0, c0 = time.time(), time.process_time()
+    t0, c0 = time.time(), os.times()
     auto = AutoBackend(lda_dims=[int(d) for d in args.lda_dims.split(",")],
-                       num_folds=args.folds, enroll_utts=enroll_utts, random_state=args.seed,
+                       num_folds=args.folds, enroll_utts=enroll_utts,
+                       lda_selection=args.lda_selection, n_jobs=args.jobs, random_state=args.seed,
                        log=lambda m: print("LOG", m, file=sys.stderr, flush=True), **kwargs)
     auto.fit(X, y)
-    wall, cpu = time.time() - t0, time.process_time() - c0
+    wall, c1 = time.time() - t0, os.times()
+    cpu = sum(c1[i] - c0[i] for i in range(4))  # self + worker processes
     print("fit: wall %.1f s, cpu %.1f s; load before %.2f, uptime after: %s"
           % (wall, cpu, load_before[0], subprocess.run(["uptime"], capture_output=True,
                                                        text=True).stdout.strip()))
@@ -120,20 +123,21 @@ def main():
     print("\n| system | LDA | held-out EER % | minDCF | pAUC[0,0.01] | eval EER % | minDCF | "
           "pAUC[0,0.01] |")
     print("|---|---|---|---|---|---|---|---|")
-    needed = [s for s in SYSTEMS if any(s in c.split("+") for c in auto.candidates)]
     dims = sorted({r["lda_dim"] for r in auto.cv_results_})
     labels = np.concatenate([lab_k for lab_k in auto.heldout_labels_])
     rows = []
     for dim in dims:
+        needed = [s for s in SYSTEMS if s in auto.fold_scores_[0, dim]]
         pipe = BackendPipeline(lda_dim=dim, systems=tuple(needed),
                                random_state=args.seed).fit(X, y)
         scores = pipe.score(pipe.features(E, num_utts), pipe.features(T), er, tr, num_utts)
-        pooled = np.concatenate([auto.fold_scores_[k, dim] for k in range(args.folds)])
         for r in auto.cv_results_:
             if r["lda_dim"] != dim:
                 continue
-            cols = [needed.index(m) for m in r["candidate"].split("+")]
-            fused = auto._fusion().fit(pooled[:, cols], labels).transform(scores[:, cols])
+            mem = r["candidate"].split("+")
+            cols = [needed.index(m) for m in mem]
+            pooled = np.concatenate([auto._columns(k, dim, mem) for k in range(args.folds)])
+            fused = auto._fusion().fit(pooled, labels).transform(scores[:, cols])
             rows.append((r, trial_figures(fused, lab, 0, 0.01)))
     for r, ev in sorted(rows, key=lambda x: -x[0]["pauc"]):
         print("| %s | %d | %s | %s |" % (r["candidate"], r["lda_dim"], fmt(r), fmt(ev)))

@@ -45,6 +45,10 @@ tool.register("candidates", ",".join(DEFAULT_CANDIDATES), "Candidate systems, co
               "'+' joins systems into a fusion")
 tool.register("max-utts-per-speaker", 0, "Use at most this many vectors of each held-out "
               "speaker in the held-out trials (0: all)")
+tool.register("lda-selection", "cheap", "cheap: compare the LDA dimensions with PLDA and "
+              "cosine only, then cross-fit the metrics at the best one; all: every candidate "
+              "at every dimension (slower)")
+tool.register("num-jobs", 2, "Processes for the folds (the work of one fold is one process)")
 tool.register("fusion-prior", 0.01, "Target prior of the fusion/calibration objective")
 tool.register("margin", 1.5, "pAUCMetric hinge margin delta (eq. 8)")
 tool.register("gamma", 0.5, "pAUCMetric weight of the mean target distance (eq. 9)")
@@ -74,6 +78,10 @@ def make_estimator(opts, log=None):
             parse_candidate(name)
         except ValueError as err:
             raise KaldiError("Bad --candidates: %s" % err) from None
+    if opts.lda_selection not in ("cheap", "all"):
+        raise KaldiError("--lda-selection must be cheap or all, got '%s'" % opts.lda_selection)
+    if opts.num_jobs < 1:
+        raise KaldiError("--num-jobs must be >= 1, got %d" % opts.num_jobs)
     if opts.num_folds < 2:
         raise KaldiError("--num-folds must be >= 2, got %d" % opts.num_folds)
     if opts.enroll_utts < 0:
@@ -95,6 +103,7 @@ def make_estimator(opts, log=None):
                        alpha=opts.alpha, beta=opts.beta, metric_params=metric,
                        fusion_prior=opts.fusion_prior,
                        max_utts_per_speaker=opts.max_utts_per_speaker or None,
+                       lda_selection=opts.lda_selection, n_jobs=opts.num_jobs,
                        random_state=opts.seed, log=log)
 
 

@@ -57,8 +57,8 @@ class AutoBackend:
 
     def __init__(self, lda_dims=(100, 150, 200), candidates=DEFAULT_CANDIDATES, num_folds=5,
                  enroll_utts=0, alpha=0.0, beta=0.01, metric_params=None, fusion_prior=0.01,
-                 fusion_regularization=1e-6, max_utts_per_speaker=None, random_state=0,
-                 log=None):
+                 fusion_regularization=1e-6, max_utts_per_speaker=None,
+                 lda_selection="cheap", n_jobs=1, random_state=0, log=None):
         self.lda_dims = lda_dims
         self.candidates = candidates
         self.num_folds = num_folds
@@ -69,6 +69,8 @@ class AutoBackend:
         self.fusion_prior = fusion_prior
         self.fusion_regularization = fusion_regularization
         self.max_utts_per_speaker = max_utts_per_speaker
+        self.lda_selection = lda_selection
+        self.n_jobs = n_jobs
         self.random_state = random_state
         self.log = log
 
@@ -145,39 +147,24 @@ class AutoBackend:
                   % (speakers.size, self.num_folds, ", ".join(
                       "%d (%d target)" % (t.is_target.size, t.num_target) for t in trials)))
 
-        # Held-out scores: fold x dim -> (n_trials, len(needed)).
+        # Held-out scores: (fold, dim) -> {system: column}. With lda_selection="cheap" the
+        # dimensions are first compared with the cheap systems (PLDA, cosine) only; the
+        # metrics are then cross-fitted at the best dimension alone.
         self.fold_scores_ = {}
-        for dim in dims:
-            for k in range(self.num_folds):
-                train_rows = np.flatnonzero(vec_fold != k)
-                pipe = self._make_pipeline(dim, needed, self.random_state + k)
-                pipe.fit(X[train_rows], y[train_rows])
-                t = trials[k]
-                fe = pipe.features(t.enroll_vectors(X), t.num_utts)
-                ft = pipe.features(X[t.test_rows], 1)
-                self.fold_scores_[k, dim] = pipe.score(fe, ft, t.enroll_index, t.test_index,
-                                                       t.num_utts)
-            self._log("Cross-fitted LDA %d on %d folds" % (dim, self.num_folds))
-
-        # Rate every candidate at every dimension.
-        self.cv_results_ = []
-        for dim in dims:
-            for name, mem in members.items():
-                cols = [needed.index(m) for m in mem]
-                per_fold = self._rate(dim, cols, trials)
-                if per_fold is None:
-                    self._log("Candidate %s, LDA %d: fusion failed, skipped" % (name, dim))
-                    continue
-                row = {"candidate": name, "lda_dim": dim, "folds": per_fold}
-                for key in ("pauc", "pauc_001", "eer", "min_dcf"):
-                    row[key] = float(np.mean([f[key] for f in per_fold]))
-                self.cv_results_.append(row)
-                extra = ("" if (self.alpha, self.beta) == (0.0, 0.01)
-                         else "  pAUC[0,0.01] %.4f" % row["pauc_001"])
-                self._log("Held-out %-36s LDA %3d: pAUC[%g,%g] %.4f  EER %.2f%%  "
-                          "minDCF(0.01) %.4f%s"
-                          % (name, dim, self.alpha, self.beta, row["pauc"], 100 * row["eer"],
-                             row["min_dcf"], extra))
+        cheap = tuple(s for s in needed if s in ("plda", "cosine"))
+        if self.lda_selection == "cheap" and len(dims) > 1 and len(cheap) < len(needed):
+            self._cross_fit(X, y, vec_fold, trials, dims, cheap or ("plda",))
+            rated = self._rate_all(members, dims, trials, quiet=True)
+            best_dim = max(rated, key=lambda r: r["pauc"])["lda_dim"]
+            self._log("LDA %d has the best held-out pAUC of %s; the metrics are cross-fitted "
+                      "there" % (best_dim, "/".join(cheap or ("plda",))))
+            self._cross_fit(X, y, vec_fold, trials, [best_dim], needed)
+        elif self.lda_selection not in ("cheap", "all"):
+            raise ValueError("lda_selection must be 'cheap' or 'all' (got %r)"
+                             % self.lda_selection)
+        else:
+            self._cross_fit(X, y, vec_fold, trials, dims, needed)
+        self.cv_results_ = self._rate_all(members, dims, trials)
         if not self.cv_results_:
             raise ValueError("no candidate could be rated")
         best = max(range(len(self.cv_results_)),
@@ -192,8 +179,7 @@ class AutoBackend:
                                          self.chosen_["min_dcf"]))
 
         # Fusion/calibration weights on all held-out scores, then retrain on everything.
-        cols = [needed.index(m) for m in self.members_]
-        pooled = np.concatenate([self.fold_scores_[k, dim][:, cols]
+        pooled = np.concatenate([self._columns(k, dim, self.members_)
                                  for k in range(self.num_folds)])
         self.heldout_labels_ = [t.is_target for t in trials]
         labels = np.concatenate(self.heldout_labels_)
@@ -203,14 +189,75 @@ class AutoBackend:
         self.n_features_in_ = X.shape[1]
         return self
 
-    def _rate(self, dim, cols, trials):
-        """Per-fold held-out figures of the candidate with score columns ``cols``."""
+    def _columns(self, k, dim, mem):
+        return np.stack([self.fold_scores_[k, dim][m] for m in mem], axis=1)
+
+    def _cross_fit(self, X, y, vec_fold, trials, dims, systems):
+        """Fill fold_scores_ for ``systems`` at ``dims`` (in n_jobs processes if > 1)."""
+        tasks = [(dim, k) for dim in dims for k in range(self.num_folds)]
+        if int(self.n_jobs) > 1 and len(tasks) > 1:
+            import multiprocessing
+            global _SHARED
+            _SHARED = (self, X, y, vec_fold, trials, systems)
+            try:
+                with multiprocessing.get_context("fork").Pool(int(self.n_jobs)) as pool:
+                    results = pool.map(_fold_task, tasks)
+            finally:
+                _SHARED = None
+        else:
+            results = [self._fold_scores(X, y, vec_fold, trials, systems, dim, k)
+                       for dim, k in tasks]
+        for (dim, k), scores in zip(tasks, results):
+            self.fold_scores_.setdefault((k, dim), {}).update(scores)
+        for dim in dims:
+            self._log("Cross-fitted %s at LDA %d on %d folds"
+                      % (", ".join(systems), dim, self.num_folds))
+
+    def _fold_scores(self, X, y, vec_fold, trials, systems, dim, k):
+        """Train on every fold but k, score fold k's held-out trials: {system: scores}."""
+        train_rows = np.flatnonzero(vec_fold != k)
+        pipe = self._make_pipeline(dim, systems, self.random_state + k)
+        pipe.fit(X[train_rows], y[train_rows])
+        t = trials[k]
+        fe = pipe.features(t.enroll_vectors(X), t.num_utts)
+        ft = pipe.features(X[t.test_rows], 1)
+        scores = pipe.score(fe, ft, t.enroll_index, t.test_index, t.num_utts)
+        return {system: scores[:, j] for j, system in enumerate(systems)}
+
+    def _rate_all(self, members, dims, trials, quiet=False):
+        """Held-out figures of every candidate whose systems were cross-fitted at a dim."""
+        results = []
+        for dim in dims:
+            have = self.fold_scores_.get((0, dim), {})
+            for name, mem in members.items():
+                if not all(m in have for m in mem):
+                    continue
+                per_fold = self._rate(dim, mem, trials)
+                if per_fold is None:
+                    self._log("Candidate %s, LDA %d: fusion failed, skipped" % (name, dim))
+                    continue
+                row = {"candidate": name, "lda_dim": dim, "folds": per_fold}
+                for key in ("pauc", "pauc_001", "eer", "min_dcf"):
+                    row[key] = float(np.mean([f[key] for f in per_fold]))
+                results.append(row)
+                if quiet:
+                    continue
+                extra = ("" if (self.alpha, self.beta) == (0.0, 0.01)
+                         else "  pAUC[0,0.01] %.4f" % row["pauc_001"])
+                self._log("Held-out %-36s LDA %3d: pAUC[%g,%g] %.4f  EER %.2f%%  "
+                          "minDCF(0.01) %.4f%s"
+                          % (name, dim, self.alpha, self.beta, row["pauc"], 100 * row["eer"],
+                             row["min_dcf"], extra))
+        return results
+
+    def _rate(self, dim, mem, trials):
+        """Per-fold held-out figures of the candidate with member systems ``mem``."""
         out = []
         for k, t in enumerate(trials):
-            scores = self.fold_scores_[k, dim][:, cols]
-            if len(cols) > 1:
+            scores = self._columns(k, dim, mem)
+            if len(mem) > 1:
                 others = [j for j in range(len(trials)) if j != k]
-                train = np.concatenate([self.fold_scores_[j, dim][:, cols] for j in others])
+                train = np.concatenate([self._columns(j, dim, mem) for j in others])
                 labels = np.concatenate([trials[j].is_target for j in others])
                 try:
                     fused = self._fusion().fit(train, labels).transform(scores)
@@ -267,6 +314,16 @@ class AutoBackend:
         for key in ("pauc", "pauc_001", "eer", "min_dcf"):
             lines.append("heldout_%s %.6g" % (key, self.chosen_[key]))
         return "\n".join(lines) + "\n"
+
+
+_SHARED = None
+
+
+def _fold_task(task):
+    """One (dim, fold) of AutoBackend._cross_fit in a forked worker process."""
+    model, X, y, vec_fold, trials, systems = _SHARED
+    dim, k = task
+    return model._fold_scores(X, y, vec_fold, trials, systems, dim, k)
 
 
 def all_fusions(systems=SYSTEMS):
