@@ -24,7 +24,7 @@ import itertools
 
 import numpy as np
 
-from pauc_backend.models.backend_pipeline import SYSTEMS, BackendPipeline
+from pauc_backend.models.backend_pipeline import SYSTEMS, BackendPipeline, base_system
 from pauc_backend.models.calibration import LinearFusion, SeparableScoresError
 from pauc_backend.models.crossfit import HeldOutTrials, speaker_folds, trial_figures
 
@@ -37,9 +37,10 @@ def parse_candidate(name):
     """'plda+pauc_latent' -> ('plda', 'pauc_latent'), checked against SYSTEMS."""
     members = tuple(part.strip() for part in name.split("+"))
     for member in members:
-        if member not in SYSTEMS:
-            raise ValueError("unknown system %r in candidate %r (known: %s)"
-                             % (member, name, ", ".join(SYSTEMS)))
+        try:
+            base_system(member)
+        except ValueError as err:
+            raise ValueError("%s in candidate %r" % (err, name)) from None
     if len(set(members)) != len(members):
         raise ValueError("candidate %r names a system twice" % name)
     return members
@@ -58,7 +59,8 @@ class AutoBackend:
     def __init__(self, lda_dims=(100, 150, 200), candidates=DEFAULT_CANDIDATES, num_folds=5,
                  enroll_utts=0, alpha=0.0, beta=0.01, metric_params=None, fusion_prior=0.01,
                  fusion_regularization=1e-6, max_utts_per_speaker=None,
-                 lda_selection="cheap", n_jobs=1, random_state=0, log=None):
+                 lda_selection="cheap", asnorm_top_n=100, n_jobs=1, random_state=0,
+                 log=None):
         self.lda_dims = lda_dims
         self.candidates = candidates
         self.num_folds = num_folds
@@ -70,6 +72,7 @@ class AutoBackend:
         self.fusion_regularization = fusion_regularization
         self.max_utts_per_speaker = max_utts_per_speaker
         self.lda_selection = lda_selection
+        self.asnorm_top_n = asnorm_top_n
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.log = log
@@ -78,7 +81,8 @@ class AutoBackend:
     def _make_pipeline(self, lda_dim, systems, seed):
         return BackendPipeline(lda_dim=lda_dim, systems=systems,
                                metric_params=self.metric_params, alpha=self.alpha,
-                               beta=self.beta, random_state=seed)
+                               beta=self.beta, asnorm_top_n=self.asnorm_top_n,
+                               random_state=seed)
 
     def _log(self, message):
         if self.log is not None:
@@ -117,7 +121,7 @@ class AutoBackend:
         """Cross-fit every candidate on raw training vectors X (n, D) with speaker labels y,
         choose the best by held-out pAUC[alpha, beta], retrain it on all speakers."""
         X, y, members = self._check(X, y, groups)
-        needed = tuple(s for s in SYSTEMS if any(s in m for m in members.values()))
+        needed = tuple(dict.fromkeys(m for mem in members.values() for m in mem))
         speakers, fold_of = speaker_folds(y, self.num_folds, self.random_state)
         spk_index = np.searchsorted(speakers, y)
         vec_fold = fold_of[spk_index]
@@ -151,7 +155,7 @@ class AutoBackend:
         # dimensions are first compared with the cheap systems (PLDA, cosine) only; the
         # metrics are then cross-fitted at the best dimension alone.
         self.fold_scores_ = {}
-        cheap = tuple(s for s in needed if s in ("plda", "cosine"))
+        cheap = tuple(s for s in needed if base_system(s) in ("plda", "cosine"))
         if self.lda_selection == "cheap" and len(dims) > 1 and len(cheap) < len(needed):
             self._cross_fit(X, y, vec_fold, trials, dims, cheap or ("plda",))
             rated = self._rate_all(members, dims, trials, quiet=True)
@@ -310,7 +314,8 @@ class AutoBackend:
                  "fusion_offset %.6g" % self.fusion_.offset_,
                  "alpha %g" % self.alpha, "beta %g" % self.beta,
                  "num_folds %d" % self.num_folds, "enroll_utts %d" % self.enroll_utts,
-                 "seed %d" % self.random_state]
+                 "seed %d" % self.random_state,
+                 "asnorm_top_n %d" % self.pipeline_.asnorm_top_n]
         for key in ("pauc", "pauc_001", "eer", "min_dcf"):
             lines.append("heldout_%s %.6g" % (key, self.chosen_[key]))
         return "\n".join(lines) + "\n"

@@ -148,3 +148,24 @@ def test_etri_end_to_end_small(etri, tmp_path):
     eer = metrics.eer(scores[is_target], scores[~is_target])
     # Kaldi's PLDA with all 118 speakers and LDA 100 reaches 3.72 %; cosine 5.92 %.
     assert eer < 0.08, eer
+
+
+def test_asnorm_model_round_trip(data, tmp_path):
+    d, c = data
+    proc = run_tool("train-pauc-auto", "--num-folds=2", "--lda-dims=8", "--candidates=plda:as",
+                    "ark:%s" % (d / "train.ark"), "ark:%s" % (d / "spk2utt"), tmp_path / "m")
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert (tmp_path / "m" / "cohort.ark").exists()
+    proc = run_tool("score-pauc-auto", tmp_path / "m", "ark:%s" % (d / "test.ark"),
+                    "ark:%s" % (d / "test.ark"), d / "trials", tmp_path / "scores")
+    assert proc.returncode == 0, proc.stderr.decode()
+    spk2utt = sorted(c.train.spk2utt().items())
+    pos = {k: i for i, k in enumerate(c.train.keys)}
+    rows = [pos[u] for _, utts in spk2utt for u in utts]
+    labels = np.repeat(np.arange(len(spk2utt)), [len(u) for _, u in spk2utt])
+    model = AutoBackend(lda_dims=(8,), num_folds=2, candidates=("plda:as",)).fit(
+        c.train.X[rows], labels)
+    er, tr = np.repeat(np.arange(8), 22), np.tile(np.arange(8, 30), 8)
+    got = [float(line.split()[2]) for line in open(tmp_path / "scores")]
+    np.testing.assert_allclose(got, model.score(c.test.X, c.test.X, er, tr), rtol=2e-6,
+                               atol=1e-5)

@@ -144,3 +144,30 @@ def test_too_few_speakers_is_a_clear_error(corpus):
         AutoBackend(**small(num_folds=2, enroll_utts=50)).fit(X, y)
     with pytest.raises(ValueError, match="unknown system"):
         AutoBackend(**small(candidates=("plda+svm",))).fit(X, y)
+
+
+def test_asnorm_systems_match_brute_force(corpus):
+    from pauc_backend.models.score_norm import cohort_statistics, normalize_scores
+    X, y = train_data(corpus)
+    systems = ("plda", "plda:as", "pauc_lnorm:as")
+    pipe = BackendPipeline(lda_dim=8, systems=systems, metric_params=FAST,
+                           asnorm_top_n=7).fit(X, y)
+    assert pipe.cohort_.shape[0] == np.unique(y).size
+    E, T = X[:4], X[10:30]
+    er, tr = np.repeat(np.arange(4), 20), np.tile(np.arange(20), 4)
+    got = pipe.score(pipe.features(E, 2), pipe.features(T), er, tr, 2)
+    for col, base in ((1, "plda"), (2, "pauc_lnorm")):
+        only = BackendPipeline(lda_dim=8, systems=(base,), metric_params=FAST).fit(X, y)
+        C = pipe.cohort_
+        n = pipe.cohort_counts_
+        ce, ct = np.repeat(np.arange(C.shape[0]), 4), np.tile(np.arange(4), C.shape[0])
+        fc = only.features(C, n)
+        # each side scored with the cohort speaker as the enrollment of its own size
+        e_coh = only.score(fc, only.features(E, 2), ce, ct, n).reshape(C.shape[0], 4).T
+        ce, ct = np.repeat(np.arange(C.shape[0]), 20), np.tile(np.arange(20), C.shape[0])
+        t_coh = only.score(fc, only.features(T), ce, ct, n).reshape(C.shape[0], 20).T
+        em, es = cohort_statistics(e_coh, 7)
+        tm, ts = cohort_statistics(t_coh, 7)
+        raw = only.score(only.features(E, 2), only.features(T), er, tr, 2)[:, 0]
+        np.testing.assert_allclose(got[:, col], normalize_scores(raw, "as", em[er], es[er],
+                                                                 tm[tr], ts[tr]), rtol=1e-9)
