@@ -137,7 +137,7 @@ def main():
             mem = r["candidate"].split("+")
             cols = [needed.index(m) for m in mem]
             pooled = np.concatenate([auto._columns(k, dim, mem) for k in range(args.folds)])
-            fused = auto._fusion().fit(pooled, labels).transform(scores[:, cols])
+            fused = auto._fit_fusion(pooled, labels).transform(scores[:, cols])
             rows.append((r, trial_figures(fused, lab, 0, 0.01)))
     for r, ev in sorted(rows, key=lambda x: -x[0]["pauc"]):
         print("| %s | %d | %s | %s |" % (r["candidate"], r["lda_dim"], fmt(r), fmt(ev)))

@@ -59,8 +59,8 @@ class AutoBackend:
     def __init__(self, lda_dims=(100, 150, 200), candidates=DEFAULT_CANDIDATES, num_folds=5,
                  enroll_utts=0, alpha=0.0, beta=0.01, metric_params=None, fusion_prior=0.01,
                  fusion_regularization=1e-6, max_utts_per_speaker=None,
-                 lda_selection="cheap", asnorm_top_n=100, n_jobs=1, random_state=0,
-                 log=None):
+                 max_fusion_trials=300000, lda_selection="cheap", asnorm_top_n=100, n_jobs=1,
+                 random_state=0, log=None):
         self.lda_dims = lda_dims
         self.candidates = candidates
         self.num_folds = num_folds
@@ -71,6 +71,7 @@ class AutoBackend:
         self.fusion_prior = fusion_prior
         self.fusion_regularization = fusion_regularization
         self.max_utts_per_speaker = max_utts_per_speaker
+        self.max_fusion_trials = max_fusion_trials
         self.lda_selection = lda_selection
         self.asnorm_top_n = asnorm_top_n
         self.n_jobs = n_jobs
@@ -90,6 +91,21 @@ class AutoBackend:
 
     def _fusion(self):
         return LinearFusion(prior=self.fusion_prior, regularization=self.fusion_regularization)
+
+    def _fit_fusion(self, scores, labels):
+        """LinearFusion on held-out scores; beyond ``max_fusion_trials`` the non-targets are
+        subsampled (seeded). The objective weights each class by 1/count, so a uniform
+        subsample of one class leaves it unbiased."""
+        limit = self.max_fusion_trials
+        if limit and labels.size > limit:
+            non = np.flatnonzero(~labels)
+            keep_non = max(1, int(limit) - int(labels.sum()))
+            if keep_non < non.size:
+                rng = np.random.default_rng(self.random_state + 7)
+                rows = np.sort(np.concatenate([np.flatnonzero(labels),
+                                               rng.choice(non, keep_non, replace=False)]))
+                scores, labels = scores[rows], labels[rows]
+        return self._fusion().fit(scores, labels)
 
     # -- fitting -------------------------------------------------------------------------------
     def _check(self, X, y, groups):
@@ -187,7 +203,7 @@ class AutoBackend:
                                  for k in range(self.num_folds)])
         self.heldout_labels_ = [t.is_target for t in trials]
         labels = np.concatenate(self.heldout_labels_)
-        self.fusion_ = self._fusion().fit(pooled, labels)
+        self.fusion_ = self._fit_fusion(pooled, labels)
         self.pipeline_ = self._make_pipeline(dim, self.members_, self.random_state)
         self.pipeline_.fit(X, y)
         self.n_features_in_ = X.shape[1]
@@ -264,7 +280,7 @@ class AutoBackend:
                 train = np.concatenate([self._columns(j, dim, mem) for j in others])
                 labels = np.concatenate([trials[j].is_target for j in others])
                 try:
-                    fused = self._fusion().fit(train, labels).transform(scores)
+                    fused = self._fit_fusion(train, labels).transform(scores)
                 except (SeparableScoresError, ValueError):
                     return None
             else:
