@@ -17,8 +17,9 @@ retrained on the other folds and scores trials among the held-out speakers, buil
 evaluation trials: --enroll-utts=0 pairs single vectors (utterance against utterance, as
 VoxCeleb1-O or TIMIT), --enroll-utts=N enrolls each held-out speaker by the mean of N raw
 vectors (as ETRI's 3) and tries it against every other held-out vector. Every candidate
-system (--candidates: cosine, plda, pauc_lnorm, pauc_latent, or '+'-joined linear fusions,
-whose weights are also cross-fitted) at every LDA dimension (--lda-dims, capped by the
+system (--candidates: cosine, plda, pauc_lnorm, pauc_latent, each optionally with ':as' for
+AS-norm against the training speakers' means, or '+'-joined linear fusions, whose weights
+are also cross-fitted) at every LDA dimension (--lda-dims, capped by the
 smallest fold's speakers - 1) is rated by its mean held-out pAUC over [--alpha, --beta]; the
 log lists every candidate's held-out pAUC, EER and minDCF(0.01). The best is retrained on all
 speakers; its fusion/calibration weights come from the pooled held-out scores.

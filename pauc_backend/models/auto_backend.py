@@ -15,6 +15,12 @@ minDCF(0.01) are reported beside it):
   weights are themselves cross-fitted: the fusion scoring fold k is trained on the held-out
   scores of the other folds, so its figure is as honest as a single system's.
 
+Two cost/variance controls: with ``lda_selection="cheap"`` (default) the LDA dimensions are
+compared with the cheap systems (PLDA, cosine) only and the metrics are cross-fitted at the
+best of them; ``n_jobs`` runs the folds in forked processes (each fold is seeded, so the result
+does not depend on it). A member ``system:as`` is the system after AS-norm against the
+training speakers' means (models.backend_pipeline).
+
 The winner is retrained on all training speakers; its fusion (or, for one system, affine
 calibration) weights are learned on the pooled held-out scores of all folds. ``score``
 returns those fused/calibrated scores.
@@ -28,9 +34,18 @@ from pauc_backend.models.backend_pipeline import SYSTEMS, BackendPipeline, base_
 from pauc_backend.models.calibration import LinearFusion, SeparableScoresError
 from pauc_backend.models.crossfit import HeldOutTrials, speaker_folds, trial_figures
 
-DEFAULT_CANDIDATES = ("plda", "cosine", "pauc_lnorm", "pauc_latent",
-                      "plda+pauc_lnorm", "plda+pauc_latent", "pauc_lnorm+pauc_latent",
-                      "plda+pauc_lnorm+pauc_latent", "cosine+plda+pauc_lnorm+pauc_latent")
+_BASE_FUSIONS = ("plda+pauc_lnorm", "plda+pauc_latent", "pauc_lnorm+pauc_latent",
+                 "plda+pauc_lnorm+pauc_latent", "cosine+plda+pauc_lnorm+pauc_latent")
+
+
+def _with_asnorm(name):
+    return "+".join(part + ":as" for part in name.split("+"))
+
+
+DEFAULT_CANDIDATES = (("plda", "cosine", "pauc_lnorm", "pauc_latent") + _BASE_FUSIONS
+                      + ("plda:as", "cosine:as", "pauc_lnorm:as", "pauc_latent:as")
+                      + tuple(_with_asnorm(f) for f in _BASE_FUSIONS)
+                      + ("plda+pauc_lnorm+pauc_latent+plda:as+pauc_lnorm:as+pauc_latent:as",))
 
 
 def parse_candidate(name):
