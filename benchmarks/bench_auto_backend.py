@@ -13,6 +13,7 @@ Prints the cross-fitted table (mean over folds) and the evaluation table, with r
 
 import argparse
 import os
+import pickle
 import subprocess
 import sys
 import tempfile
@@ -24,7 +25,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from pauc_backend.kaldi_io import read_vector_table  # noqa: E402
 from pauc_backend.models.auto_backend import AutoBackend  # noqa: E402
-from pauc_backend.models.backend_pipeline import SYSTEMS, BackendPipeline  # noqa: E402
+from pauc_backend.models.backend_pipeline import BackendPipeline, base_system  # noqa: E402
 from pauc_backend.models.crossfit import trial_figures  # noqa: E402
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared",
@@ -102,6 +103,8 @@ def main():
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--lda-selection", default="cheap")
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--save", default="", help="pickle the fitted model here")
+    parser.add_argument("--load", default="", help="skip the fit: load this pickle")
     args = parser.parse_args()
     X, y, E, num_utts, T, er, tr, lab, enroll_utts = load(args.corpus)
     kwargs = {}
@@ -113,7 +116,15 @@ def main():
                        num_folds=args.folds, enroll_utts=enroll_utts,
                        lda_selection=args.lda_selection, n_jobs=args.jobs, random_state=args.seed,
                        log=lambda m: print("LOG", m, file=sys.stderr, flush=True), **kwargs)
-    auto.fit(X, y)
+    if args.load:
+        with open(args.load, "rb") as f:
+            auto = pickle.load(f)
+    else:
+        auto.fit(X, y)
+    if args.save:
+        auto.log = None
+        with open(args.save, "wb") as f:
+            pickle.dump(auto, f)
     wall, c1 = time.time() - t0, os.times()
     cpu = sum(c1[i] - c0[i] for i in range(4))  # self + worker processes
     print("fit: wall %.1f s, cpu %.1f s; load before %.2f, uptime after: %s"
@@ -127,9 +138,21 @@ def main():
     labels = np.concatenate([lab_k for lab_k in auto.heldout_labels_])
     rows = []
     for dim in dims:
-        needed = [s for s in SYSTEMS if s in auto.fold_scores_[0, dim]]
-        pipe = BackendPipeline(lda_dim=dim, systems=tuple(needed),
-                               random_state=args.seed).fit(X, y)
+        needed = list(auto.fold_scores_[0, dim])
+        if set(needed) <= set(auto.pipeline_.systems) or dim == auto.lda_dim_ and {
+                base_system(s) for s in needed} <= {base_system(s) for s in
+                                                     auto.pipeline_.systems}:
+            # the final pipeline already holds these metrics: reuse them (no refit)
+            pipe = auto.pipeline_
+            pipe.systems = tuple(needed)
+            pipe.__dict__.pop("_cohort_feats", None)
+            if pipe.cohort_ is None:
+                pipe = None
+        else:
+            pipe = None
+        if pipe is None:
+            pipe = BackendPipeline(lda_dim=dim, systems=tuple(needed),
+                                   random_state=args.seed).fit(X, y)
         scores = pipe.score(pipe.features(E, num_utts), pipe.features(T), er, tr, num_utts)
         for r in auto.cv_results_:
             if r["lda_dim"] != dim:
@@ -141,6 +164,8 @@ def main():
             rows.append((r, trial_figures(fused, lab, 0, 0.01)))
     for r, ev in sorted(rows, key=lambda x: -x[0]["pauc"]):
         print("| %s | %d | %s | %s |" % (r["candidate"], r["lda_dim"], fmt(r), fmt(ev)))
+    auto.pipeline_.systems = auto.members_
+    auto.pipeline_.__dict__.pop("_cohort_feats", None)
     auto_scores = auto.score(E, T, er, tr, num_utts)
     print("| **auto: %s** | %d | %s | %s |" % (auto.chosen_["candidate"], auto.lda_dim_,
                                                fmt(auto.chosen_),
