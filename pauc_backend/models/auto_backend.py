@@ -220,7 +220,7 @@ class AutoBackend:
         labels = np.concatenate(self.heldout_labels_)
         self.fusion_ = self._fit_fusion(pooled, labels)
         self.pipeline_ = self._make_pipeline(dim, self.members_, self.random_state)
-        self.pipeline_.fit(X, y)
+        self.pipeline_.fit(X, y, n_jobs=self.n_jobs)
         self.n_features_in_ = X.shape[1]
         return self
 

@@ -65,8 +65,9 @@ class BackendPipeline:
         params.update(alpha=self.alpha, beta=self.beta, random_state=self.random_state)
         return PaucMetric(**params)
 
-    def fit(self, X, y):
-        """Train every piece on raw vectors X (n, D) with speaker labels y."""
+    def fit(self, X, y, n_jobs=1):
+        """Train every piece on raw vectors X (n, D) with speaker labels y; with n_jobs > 1
+        the two pAUCMetrics train in parallel (forked) processes, with identical results."""
         X = np.asarray(X, dtype=np.float32)
         y = np.asarray(y)
         bases = self._bases()
@@ -79,13 +80,23 @@ class BackendPipeline:
         self.plda_ = None
         if {"plda", "pauc_latent"} & bases:
             self.plda_ = PLDA().fit(normalize_length(Z)[0], y)
-        self.metrics_ = {}
+        jobs = []
         if "pauc_lnorm" in bases:
-            self.metrics_["pauc_lnorm"] = self._metric().fit(
-                normalize_length(Z, scaleup=False)[0], y)
+            jobs.append(("pauc_lnorm", normalize_length(Z, scaleup=False)[0]))
         if "pauc_latent" in bases:
-            latent = self.plda_.transform(normalize_length(Z)[0], 1)[0]
-            self.metrics_["pauc_latent"] = self._metric().fit(latent, y)
+            jobs.append(("pauc_latent", self.plda_.transform(normalize_length(Z)[0], 1)[0]))
+        if int(n_jobs) > 1 and len(jobs) > 1:
+            import multiprocessing
+            global _SHARED
+            _SHARED = (self, y, jobs)
+            try:
+                with multiprocessing.get_context("fork").Pool(len(jobs)) as pool:
+                    fitted = pool.map(_fit_metric, range(len(jobs)))
+            finally:
+                _SHARED = None
+        else:
+            fitted = [self._metric().fit(feats, y) for _, feats in jobs]
+        self.metrics_ = {name: metric for (name, _), metric in zip(jobs, fitted)}
         self.cohort_ = self.cohort_counts_ = None
         if any(":" in s for s in self.systems):
             labels, index, counts = np.unique(y, return_inverse=True, return_counts=True)
@@ -200,6 +211,15 @@ class BackendPipeline:
             else:
                 out[:, col] = raw[base]
         return out
+
+
+_SHARED = None
+
+
+def _fit_metric(index):
+    """One pAUCMetric of BackendPipeline.fit in a forked worker process."""
+    pipe, y, jobs = _SHARED
+    return pipe._metric().fit(jobs[index][1], y)
 
 
 def _row_dots(E, T, enroll_rows, test_rows, block=1 << 16):

@@ -32,9 +32,9 @@ class Spy(AutoBackend):
         record = self.fits
 
         class Recorder(type(pipe)):
-            def fit(inner, X, y):
+            def fit(inner, X, y, **kwargs):
                 record.append(set(np.asarray(y).tolist()))
-                return super().fit(X, y)
+                return super().fit(X, y, **kwargs)
 
         pipe.__class__ = Recorder
         return pipe
