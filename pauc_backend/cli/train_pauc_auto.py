@@ -6,7 +6,7 @@ from pauc_backend.cli.auto_backend_io import write_model_dir
 from pauc_backend.cli.kaldi_cli import Progress, Tool, format_float
 from pauc_backend.cli.speaker_tables import gather_speakers
 from pauc_backend.errors import KaldiError
-from pauc_backend.kaldi_io import read_token_vector_table, read_vector_table
+from pauc_backend.kaldi_io import read_token_table, read_token_vector_table, read_vector_table
 from pauc_backend.models.auto_backend import DEFAULT_CANDIDATES, AutoBackend, parse_candidate
 
 USAGE = """
@@ -50,6 +50,9 @@ tool.register("lda-selection", "cheap", "cheap: compare the LDA dimensions with 
               "cosine only, then cross-fit the metrics at the best one; all: every candidate "
               "at every dimension (slower)")
 tool.register("num-jobs", 2, "Processes for the folds (the work of one fold is one process)")
+tool.register("utt2group", "", "Optional table utterance -> group (e.g. the recording stretch "
+              "a segment was cut from); with --enroll-utts=0 two vectors of one group are never "
+              "paired in the held-out trials, as evaluation lists often exclude such pairs")
 tool.register("fusion-prior", 0.01, "Target prior of the fusion/calibration objective")
 tool.register("margin", 1.5, "pAUCMetric hinge margin delta (eq. 8)")
 tool.register("gamma", 0.5, "pAUCMetric weight of the mean target distance (eq. 9)")
@@ -132,10 +135,18 @@ def run(opts, args):
         raise KaldiError("Vector for utterance %s in %s contains NaN or Inf"
                          % (keys[speakers.rows[np.flatnonzero(bad)[0]]], vector_rspecifier))
     labels = speakers.labels
+    groups = None
+    if opts.utt2group:
+        table = read_token_table(opts.utt2group)
+        utts = [keys[row] for row in speakers.rows]
+        missing = [u for u in utts if u not in table]
+        if missing:
+            raise KaldiError("Utterance %s has no group in %s" % (missing[0], opts.utt2group))
+        groups = np.array([table[u] for u in utts])
     log.log("Read %d vectors of dimension %d from %d speakers"
             % (X.shape[0], X.shape[1], len(speakers.speakers)))
     try:
-        model.fit(X, labels)
+        model.fit(X, labels, groups)
     except ValueError as err:
         raise KaldiError("Cannot choose a back-end: %s" % err) from None
     progress.close()

@@ -169,3 +169,19 @@ def test_asnorm_model_round_trip(data, tmp_path):
     got = [float(line.split()[2]) for line in open(tmp_path / "scores")]
     np.testing.assert_allclose(got, model.score(c.test.X, c.test.X, er, tr), rtol=2e-6,
                                atol=1e-5)
+
+
+def test_utt2group_reaches_the_held_out_trials(data, tmp_path):
+    d, c = data
+    # one group per speaker: no held-out target pair is left, a clear error
+    (tmp_path / "u2g").write_text("".join("%s %s\n" % (k, s)
+                                          for k, s in zip(c.train.keys, c.train.labels)))
+    proc = run_tool("train-pauc-auto", *FAST, "--utt2group=ark:%s" % (tmp_path / "u2g"),
+                    "ark:%s" % (d / "train.ark"), "ark:%s" % (d / "spk2utt"), tmp_path / "m")
+    assert proc.returncode != 0 and len(errors(proc)) == 1 and b"0 target" in proc.stderr
+    assert not (tmp_path / "m").exists()
+    (tmp_path / "u2g").write_text("".join("%s g\n" % k for k in c.train.keys[1:]))
+    proc = run_tool("train-pauc-auto", *FAST, "--utt2group=ark:%s" % (tmp_path / "u2g"),
+                    "ark:%s" % (d / "train.ark"), "ark:%s" % (d / "spk2utt"), tmp_path / "m")
+    assert proc.returncode != 0 and len(errors(proc)) == 1
+    assert c.train.keys[0].encode() in proc.stderr
