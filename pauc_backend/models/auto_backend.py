@@ -188,11 +188,12 @@ class AutoBackend:
         self.fold_scores_ = {}
         cheap = tuple(s for s in needed if base_system(s) in ("plda", "cosine"))
         if self.lda_selection == "cheap" and len(dims) > 1 and len(cheap) < len(needed):
-            self._cross_fit(X, y, vec_fold, trials, dims, cheap or ("plda",))
-            rated = self._rate_all(members, dims, trials, quiet=True)
+            cheap = cheap or ("plda",)
+            self._cross_fit(X, y, vec_fold, trials, dims, cheap)
+            rated = self._rate_all({c: (c,) for c in cheap}, dims, trials, quiet=True)
             best_dim = max(rated, key=lambda r: r["pauc"])["lda_dim"]
             self._log("LDA %d has the best held-out pAUC of %s; the metrics are cross-fitted "
-                      "there" % (best_dim, "/".join(cheap or ("plda",))))
+                      "there" % (best_dim, "/".join(cheap)))
             self._cross_fit(X, y, vec_fold, trials, [best_dim], needed)
         elif self.lda_selection not in ("cheap", "all"):
             raise ValueError("lda_selection must be 'cheap' or 'all' (got %r)"

@@ -171,3 +171,10 @@ def test_asnorm_systems_match_brute_force(corpus):
         raw = only.score(only.features(E, 2), only.features(T), er, tr, 2)[:, 0]
         np.testing.assert_allclose(got[:, col], normalize_scores(raw, "as", em[er], es[er],
                                                                  tm[tr], ts[tr]), rtol=1e-9)
+
+
+def test_metric_only_candidates_with_several_dims(corpus):
+    X, y = train_data(corpus)
+    model = AutoBackend(**small(lda_dims=(6, 8), candidates=("pauc_latent",))).fit(X, y)
+    assert model.members_ == ("pauc_latent",)
+    assert [r["lda_dim"] for r in model.cv_results_] == [model.lda_dim_]
