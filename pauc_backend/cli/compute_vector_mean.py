@@ -28,7 +28,7 @@ See also: subtract-vector-mean
 
 tool = Tool("compute-vector-mean", USAGE)
 tool.register("binary", False, "If true, write output in binary (only applicable when writing "
-              "files, not archives/tables.")
+              "files, not archives/tables).")
 
 
 def read_finite(rspecifier):

@@ -19,7 +19,7 @@ Usage: copy-vectors [options] (<vector-in-rspecifier>|<vector-in-rxfilename>) (<
 
 tool = Tool("copy-vectors", USAGE)
 tool.register("binary", True, "Write in binary mode (only relevant if output is a wxfilename)")
-tool.register("change_dim", -1, "Use this option to truncate or zero-pad the vectors.")
+tool.register("change-dim", -1, "Use this option to truncate or zero-pad the vectors.")
 tool.register("scale", 1.0, "This option can be used to scale the vectors being copied "
               "(tables only, as in Kaldi).")
 

@@ -173,9 +173,10 @@ class Tool:
 
     # -- parsing -------------------------------------------------------------------------------
     def usage_text(self):
-        lines = [self.usage, "", "Options:"]
-        for key in sorted(self._options):
-            lines.append(self._describe(self._options[key]))
+        lines = [self.usage]
+        if self._options:  # no empty "Options:" header for a tool with only standard ones
+            lines += ["", "Options:"]
+            lines += [self._describe(self._options[key]) for key in sorted(self._options)]
         lines += ["", "Standard options:",
                   self._describe(_Option("config", "", "Configuration file to read (this "
                                          "option may be repeated)", str)),
@@ -307,6 +308,10 @@ class Tool:
         allowed = (num_args,) if isinstance(num_args, int) else num_args
         if allowed is not None and len(args) not in allowed:
             sys.stderr.write(self.usage_text() + "\n")
+            late = [a for a in args if a.startswith("--") and len(a) > 2]
+            if late:  # Kaldi takes them as positionals; say why the count is wrong
+                sys.stderr.write("Note: options must come before the positional arguments "
+                                 "(%s was taken as a positional argument)\n" % late[0])
             return 1
         try:
             code = run(opts, args)
