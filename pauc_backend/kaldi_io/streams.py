@@ -50,6 +50,8 @@ def classify_rxfilename(rx):
     rx = "" if rx is None else os.fspath(rx)
     if rx == "" or rx == "-":
         return "stdin", None
+    if "\0" in rx:  # the OS cannot take it; C++ Kaldi would silently cut the name there
+        raise KaldiError("Invalid rxfilename %r: contains a NUL byte" % rx)
     if rx[0] == "|":
         raise KaldiError("Invalid rxfilename '%s': an output pipe ('| cmd') cannot be read" % rx)
     if rx[-1] == "|":
@@ -73,6 +75,8 @@ def classify_wxfilename(wx):
     wx = "" if wx is None else os.fspath(wx)
     if wx == "" or wx == "-":
         return "stdout", None
+    if "\0" in wx:
+        raise KaldiError("Invalid wxfilename %r: contains a NUL byte" % wx)
     if wx[0] == "|":
         return "pipe", wx[1:]
     if wx[0].isspace() or wx[-1].isspace():
