@@ -48,6 +48,9 @@ def run(opts, args):
         tool.log.log("Copied vector to %s" % target)
         return 0
     keys, vectors = read_vector_table(source, ragged=True)
+    if not keys:
+        raise KaldiError("No vectors read from %s (empty input); %s not written"
+                         % (source, target))
     changed = opts.change_dim >= 0 or opts.scale != 1.0
     scale = np.float32(opts.scale)
     if isinstance(vectors, np.ndarray):
