@@ -300,21 +300,55 @@ class OutputHandle:
             self.stream = os.fdopen(fd, "wb", buffering=_CHUNK)
 
     def write(self, data):
-        self.stream.write(data)
-        self.bytes_written += len(data)
+        """Write all of ``data``: a buffered pipe writer may accept only part of it when the
+        reader has gone (and drop the rest silently), so loop until all is taken or EPIPE."""
+        view = memoryview(data).cast("B")
+        size = view.nbytes
+        try:
+            while view.nbytes:
+                count = self.stream.write(view)
+                if not count:
+                    raise BrokenPipeError()
+                view = view[count:]
+        except BrokenPipeError:
+            raise self._broken_pipe() from None
+        except OSError as err:
+            raise KaldiError("Failed to write %s: %s" % (self._name(), err.strerror or err)) \
+                from None
+        finally:
+            view.release()
+        self.bytes_written += size
+
+    def _name(self):
+        return "standard output" if self.kind == "stdout" else "'%s'" % self.wx
+
+    def _broken_pipe(self):
+        """The KaldiError for a reader that closed our output early (EPIPE; SIGPIPE ignored)."""
+        if self.kind == "pipe":
+            try:
+                self.stream.close()
+            except OSError:
+                pass
+            code = self._proc.wait()
+            if code != 0:
+                return KaldiError("Output pipe '%s' failed (%s)" % (self.wx, _status_text(code)))
+            return KaldiError("Output pipe '%s' exited before reading all the output (broken "
+                              "pipe): the output is incomplete" % self.wx)
+        return KaldiError("Failed to write %s: its reader closed the pipe early (broken pipe): "
+                          "the output is incomplete" % self._name())
 
     def commit(self):
         if self.kind == "stdout":
             try:
                 self.stream.flush()
             except BrokenPipeError:
-                raise KaldiError("Failed to write to standard output: broken pipe") from None
+                raise self._broken_pipe() from None
             return
         if self.kind == "pipe":
             try:
                 self.stream.close()
             except BrokenPipeError:
-                pass
+                raise self._broken_pipe() from None
             code = self._proc.wait()
             if code != 0:
                 raise KaldiError("Output pipe '%s' failed (%s)" % (self.wx, _status_text(code)))
