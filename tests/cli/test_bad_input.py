@@ -3,6 +3,7 @@ input and the problem, a non-zero exit and untouched outputs (or Kaldi's result 
 where that result is still valid)."""
 
 import re
+import struct
 
 import numpy as np
 import pytest
@@ -189,3 +190,19 @@ def test_missing_utterance_warnings_are_capped(data, monkeypatch):
     assert got.num_utt_err == 300 and got.rows.size == 1000
     assert len(Log.warnings) == speaker_tables.MAX_WARNINGS + 1
     assert "200 more utterances with no iVector (300 in all" in Log.warnings[-1]
+
+
+# -- a space before a binary-ark key (Kaldi's `is >> key` skips it) ------------------------------
+
+def test_space_before_a_binary_key_is_skipped_by_copy_vectors_and_compute_vector_mean(tmp_path):
+    def record(key, values):  # key, space, \0B, FV, size, floats (Kaldi's binary entry)
+        return key + b" \0BFV \x04" + struct.pack("<i%df" % len(values), len(values), *values)
+    ark = tmp_path / "spaced.ark"
+    ark.write_bytes(record(b"abc", [1, 2]) + record(b"cde", [3, 4]) + b" " + record(b"ef", [5, 9]))
+    proc = run_tool("copy-vectors", "ark:%s" % ark, "ark,t:-", check=True)
+    assert proc.stdout == b"abc  [ 1 2 ]\ncde  [ 3 4 ]\nef  [ 5 9 ]\n"
+    (tmp_path / "spk2utt").write_text("s abc ef\n")
+    proc = run_tool("compute-vector-mean", "ark:%s" % (tmp_path / "spk2utt"), "ark:%s" % ark,
+                    "ark,t:-", check=True)
+    assert proc.stdout == b"s  [ 3 5.5 ]\n"  # ef is not dropped
+    assert b"WARNING" not in proc.stderr
