@@ -309,8 +309,12 @@ class Tool:
                 sys.stderr.write("Note: options must come before the positional arguments "
                                  "(%s was taken as a positional argument)\n" % late[0])
             return 1
+        stdout_lost = False
         try:
             code = run(opts, args)
+        except BrokenPipeError as err:  # SIGPIPE is ignored, so a vanished reader lands here
+            self._error(_BROKEN_STDOUT, err)
+            return 255
         except UsageError as err:
             sys.stderr.write(self.usage_text() + "\n")
             if str(err):
@@ -329,7 +333,10 @@ class Tool:
             try:
                 sys.stdout.flush()
             except (BrokenPipeError, OSError):
-                pass
+                stdout_lost = True
+        if stdout_lost and not code:  # what the tool printed never arrived: not a success
+            self._error(_BROKEN_STDOUT, None)
+            return 255
         return 0 if code is None else code
 
     def _error(self, message, err, always_trace=False):
@@ -342,6 +349,10 @@ class Tool:
         if err is not None and self.log.verbose >= 1 and always_trace:
             traceback.print_exception(type(err), err, err.__traceback__, file=sys.stderr)
         sys.stderr.flush()
+
+
+_BROKEN_STDOUT = ("Failed to write standard output: its reader closed the pipe early (broken "
+                  "pipe): the output is incomplete")
 
 
 def _message_of(err):

@@ -3,6 +3,7 @@ write) gives one ERROR line naming the output: not a death by SIGPIPE, not a tra
 "Exception ignored ... BrokenPipeError" noise at exit, and never exit 0 with a truncated output."""
 
 import re
+import sys
 
 import numpy as np
 import pytest
@@ -53,3 +54,42 @@ def test_a_broken_scp_pipe_leaves_the_existing_archive_untouched(big, tmp_path):
     check_one_error(proc, r"Failed to write standard output")
     assert out.read_bytes() == b"keep"
     assert not list(tmp_path.glob(".out.ark.*.tmp"))
+
+
+class _GoneReader:
+    """A stdout whose reader has exited: every write or flush raises EPIPE."""
+
+    def write(self, text):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    def flush(self):
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+class _BufferedGone(_GoneReader):
+    """Writes are buffered; the flush at the end finds the reader gone."""
+
+    def write(self, text):
+        return len(text)
+
+
+def test_tool_main_turns_a_broken_stdout_into_one_error(monkeypatch, capsys):
+    from pauc_backend.cli.kaldi_cli import Tool
+    tool = Tool("demo-tool", "Usage: demo-tool")
+
+    def prints(opts, args):
+        sys.stdout.write("result\n")
+
+    def raises(opts, args):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    for run, stdout in ((prints, _GoneReader()), (raises, _GoneReader()),
+                        (prints, _BufferedGone())):
+        monkeypatch.setattr(sys, "stdout", stdout)
+        code = tool.main(run, ["--print-args=false"], num_args=0)
+        monkeypatch.undo()
+        err = capsys.readouterr().err
+        lines = err.splitlines()
+        assert code == 255 and len(lines) == 1, err
+        assert lines[0].startswith("ERROR (demo-tool[")
+        assert "Failed to write standard output: its reader closed the pipe early" in lines[0]

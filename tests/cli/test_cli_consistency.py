@@ -37,7 +37,7 @@ def test_tools_without_own_options_print_no_options_header():
         assert "Standard options:" in text and "\nOptions:" not in text
 
 
-def test_change_dim_is_shown_dashed_and_both_spellings_work(tmp_path):
+def test_change_dim_is_shown_dashed():
     text = run_tool("copy-vectors", "--help").stdout.decode()
     assert "--change-dim " in text and "change_dim" not in text
 
@@ -48,7 +48,8 @@ def test_compute_vector_mean_binary_help_closes_its_parenthesis():
     assert "archives/tables)." in line and line.count("(") == line.count(")")
 
 
-@pytest.mark.parametrize("args", [("a", "b", "--binary=false"), ("--binary=true", "a", "--scale=2", "b")])
+@pytest.mark.parametrize("args", [("a", "b", "--binary=false"),
+                                  ("--binary=true", "a", "--scale=2", "b")])
 def test_option_after_positionals_prints_usage_and_a_hint(args):
     proc = run_tool("copy-vectors", *args)
     assert proc.returncode == 1

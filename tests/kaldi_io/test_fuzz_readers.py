@@ -5,6 +5,7 @@ type, never a silently different answer. Inputs the fuzzers found are kept below
 regression cases. Bounded to well under a minute in all (max_examples per test).
 """
 
+import os
 import tempfile
 from pathlib import Path
 
@@ -20,7 +21,9 @@ from pauc_backend.kaldi_io import (RandomAccessTableReader, SequentialTableReade
                                    read_plda, read_script, read_vector, read_vector_table,
                                    streams, tables, write_matrix, write_plda)
 
-FUZZ = settings(max_examples=300, deadline=None, derandomize=True,
+# PAUC_FUZZ_EXAMPLES=N (read only) runs a longer, randomised campaign by hand
+_CAMPAIGN = int(os.environ.get("PAUC_FUZZ_EXAMPLES", "0"))
+FUZZ = settings(max_examples=_CAMPAIGN or 300, deadline=None, derandomize=not _CAMPAIGN,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                        HealthCheck.function_scoped_fixture])
 KEYS = st.text("abcdefgh0123456789-_", min_size=1, max_size=6)
