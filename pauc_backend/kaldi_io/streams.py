@@ -64,6 +64,8 @@ def classify_rxfilename(rx):
                          "expected (scripting error?)" % rx)
     split = _offset_split(rx)
     if split is not None:
+        if not split[0]:  # Kaldi opens the file "" and fails; never standard input
+            raise KaldiError("Invalid rxfilename '%s': no file name before the offset" % rx)
         return "offset", split
     if "|" in rx:
         raise KaldiError("Invalid rxfilename '%s': pipe symbol in the wrong place (an input pipe "

@@ -124,7 +124,8 @@ def matrix(r, binary):
             raise Reject("bad size")
         code = "<f4" if token == b"FM" else "<f8"
         flat = np.frombuffer(r.take(rows * cols * int(code[-1])), code)
-        return flat.astype(np.float64).reshape(rows, cols)
+        with np.errstate(invalid="ignore"):  # signalling NaNs from flipped bytes
+            return flat.astype(np.float64).reshape(rows, cols)
     word = r.word()
     if word == b"[]":
         if r.peek() == ord("\n"):
