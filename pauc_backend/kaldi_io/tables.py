@@ -31,6 +31,8 @@ _NOT_KEY[list(range(33)) + [127]] = True  # incl. space: Kaldi's `is >> key` ski
 _C_WS = " \t\n\v\f\r"  # isspace() in the C locale: what Kaldi splits script lines at
 _SCRIPT_LINE = re.compile("[%s]*([^%s]+)(?:[%s]+(.*?))?[%s]*$" % ((_C_WS,) * 4), re.S)
 _CONTROL_TEXT = re.compile("[\x00-\x1f\x7f]")
+_EXTRA_SPACE = re.compile("[\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f"
+                          "\u3000]")  # what str.split() splits at beyond C whitespace
 _ODD_CONTROL = np.zeros(256, dtype=bool)  # controls that are not C whitespace (e.g. 0x1C-0x1F)
 _ODD_CONTROL[list(range(32)) + [127]] = True
 _ODD_CONTROL[list(b" \t\n\v\f\r")] = False
@@ -590,20 +592,29 @@ def _parse_script(data, start, name):
     if lines and lines[-1] == "":
         lines.pop()
     keys, targets = [], []
+    # SplitStringOnFirstSpace splits at C-locale whitespace only; str.split also splits at
+    # 0x1C-0x1F and Unicode spaces, so it is used only when the text has none of those.
+    simple = _EXTRA_SPACE.search(text) is None
     match_line = _SCRIPT_LINE.match
     for number, line in enumerate(lines, 1):
-        # SplitStringOnFirstSpace: C-locale whitespace only (str.split would also split at
-        # 0x1C-0x1F and Unicode spaces)
-        match = match_line(line)
-        if match is None or not match.group(2):
-            raise KaldiError("Invalid line %d in script file %s (expected 'key rxfilename'): %r"
-                             % (number, streams.printable(name), line[:200]))
-        key = match.group(1)
-        if _CONTROL_TEXT.search(key):
-            raise KaldiError("Invalid line %d in script file %s: the key %r contains a control "
-                             "character" % (number, streams.printable(name), key[:200]))
-        keys.append(key)
-        targets.append(match.group(2))
+        if simple:
+            parts = line.split(None, 1)
+            if len(parts) == 2:
+                keys.append(parts[0])
+                targets.append(parts[1].strip(_C_WS))
+                continue
+        else:
+            match = match_line(line)
+            if match is not None and match.group(2):
+                keys.append(match.group(1))
+                targets.append(match.group(2))
+                continue
+        raise KaldiError("Invalid line %d in script file %s (expected 'key rxfilename'): %r"
+                         % (number, streams.printable(name), line[:200]))
+    if _CONTROL_TEXT.search("".join(keys)):
+        number = next(i for i, key in enumerate(keys) if _CONTROL_TEXT.search(key))
+        raise KaldiError("Invalid line %d in script file %s: the key %r contains a control "
+                         "character" % (number + 1, streams.printable(name), keys[number][:200]))
     return keys, targets
 
 
