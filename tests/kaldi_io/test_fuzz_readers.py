@@ -5,9 +5,6 @@ type, never a silently different answer. Inputs the fuzzers found are kept below
 regression cases. Bounded to well under a minute in all (max_examples per test).
 """
 
-import os
-import tempfile
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,15 +18,21 @@ from pauc_backend.kaldi_io import (RandomAccessTableReader, SequentialTableReade
                                    read_plda, read_script, read_vector, read_vector_table,
                                    streams, tables, write_matrix, write_plda)
 
-# PAUC_FUZZ_EXAMPLES=N (read only) runs a longer, randomised campaign by hand
-_CAMPAIGN = int(os.environ.get("PAUC_FUZZ_EXAMPLES", "0"))
-FUZZ = settings(max_examples=_CAMPAIGN or 300, deadline=None, derandomize=not _CAMPAIGN,
+# Derandomised by the suite's "repeatable" profile (tests/conftest.py); for a fresh campaign run
+# python -m pytest tests/kaldi_io/test_fuzz_readers.py --hypothesis-profile=explore (repeatedly).
+FUZZ = settings(max_examples=300,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                        HealthCheck.function_scoped_fixture])
 KEYS = st.text("abcdefgh0123456789-_", min_size=1, max_size=6)
 INSERTS = [b" ", b"\0", b"\t", b"\n", b"\r", b"\v", b"\f", b"\x1c", b"\x1f", b"\x7f", b"\xc3",
            b"[", b"]", b"-", b"e", b"_", b"0", b"B"]
-WORKDIR = Path(tempfile.mkdtemp(prefix="pauc-fuzz-"))
+WORKDIR = None  # set per module run by _workdir (pytest's temporary directories)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _workdir(tmp_path_factory):
+    global WORKDIR
+    WORKDIR = tmp_path_factory.mktemp("fuzz")
 
 
 @st.composite
