@@ -73,20 +73,34 @@ class ClusterBootstrap:
         self.test_code, self.num_test = cluster_codes(test_cluster)
         if self.enroll_code.size != self.sorted.tar.size + self.sorted.non.size:
             raise ValueError("need one enrollment and one test cluster per trial")
-        small = np.int32 if max(self.num_enroll, self.num_test) < 2 ** 31 else np.int64
         s = self.sorted
-        self._tar_e = self.enroll_code[s.order_tar].astype(small)
-        self._tar_t = self.test_code[s.order_tar].astype(small)
-        self._non_e = self.enroll_code[s.order_non].astype(small)
-        self._non_t = self.test_code[s.order_non].astype(small)
+        # intp indices: np.take converts any other index type on every call
+        self._tar_e = np.ascontiguousarray(self.enroll_code[s.order_tar], dtype=np.intp)
+        self._tar_t = np.ascontiguousarray(self.test_code[s.order_tar], dtype=np.intp)
+        self._non_e = np.ascontiguousarray(self.enroll_code[s.order_non], dtype=np.intp)
+        self._non_t = np.ascontiguousarray(self.test_code[s.order_non], dtype=np.intp)
 
-    def statistics(self, a, b, p_targets, alpha, beta, c_miss, c_fa):
+    def workspace(self):
+        """Buffers for ``statistics`` (one per thread): no allocation per resample."""
+        n = self.sorted.non.size
+        return (np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64),
+                np.zeros(n + 1, dtype=np.int64))
+
+    def statistics(self, a, b, p_targets, alpha, beta, c_miss, c_fa, work=None):
         """[eer, pauc, auc, min_dcf...] of one resample (NaN: undefined), from multiplicities."""
-        w_tar = np.take(a, self._tar_e) * np.take(b, self._tar_t)
-        w_non = np.take(a, self._non_e)
-        w_non *= np.take(b, self._non_t)
-        out = self.sorted.evaluate(w_tar, w_non, p_targets, alpha, beta, c_miss, c_fa,
-                                   integer=True)
+        w_non, other, cum_non = self.workspace() if work is None else work
+        a = np.asarray(a, dtype=np.int64)
+        b = np.asarray(b, dtype=np.int64)
+        w_tar = a[self._tar_e] * b[self._tar_t]
+        cum_tar = np.zeros(w_tar.size + 1, dtype=np.int64)
+        np.cumsum(w_tar, out=cum_tar[1:])
+        # mode="clip" (the indices are valid) lets np.take write into ``out`` directly
+        np.take(a, self._non_e, out=w_non, mode="clip")
+        np.take(b, self._non_t, out=other, mode="clip")
+        np.multiply(w_non, other, out=w_non)
+        np.cumsum(w_non, out=cum_non[1:])
+        out = self.sorted.evaluate_cumulative(w_tar, None, cum_tar, cum_non, p_targets, alpha,
+                                              beta, c_miss, c_fa, integer=True)
         if out is None:
             return np.full(3 + len(p_targets), np.nan)
         pauc = np.nan if out["pauc"] is None else out["pauc"]
@@ -101,9 +115,10 @@ def bootstrap_statistics(boot, num_resamples, seed=0, p_targets=(0.01,), alpha=0
     stats = np.empty((num_resamples, 3 + len(p_targets)))
 
     def work(rows):
+        buffers = boot.workspace()
         for r in rows:
             a, b = _draw(rngs[r], boot.num_enroll, boot.num_test)
-            stats[r] = boot.statistics(a, b, p_targets, alpha, beta, c_miss, c_fa)
+            stats[r] = boot.statistics(a, b, p_targets, alpha, beta, c_miss, c_fa, buffers)
 
     chunks = [range(start, num_resamples, max(1, workers)) for start in range(max(1, workers))]
     if workers > 1 and num_resamples > 1:

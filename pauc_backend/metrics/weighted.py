@@ -64,7 +64,7 @@ class SortedTrials:
         self._band = None
 
     # -- pieces ---------------------------------------------------------------------------
-    def _min_dcf(self, w_tar, w_non, cum_tar, cum_non, total_tar, total_non, p_targets, c_miss,
+    def _min_dcf(self, w_tar, cum_tar, cum_non, total_tar, total_non, p_targets, c_miss,
                  c_fa, integer):
         """Minimum over the ends of runs of non-targets (where C_i can be minimal) and the
         first point (which may be a target); see ``metrics.dcf``."""
@@ -174,6 +174,14 @@ class SortedTrials:
         np.cumsum(w_tar, out=cum_tar[1:])
         cum_non = np.zeros(w_non.size + 1, dtype=dtype)
         np.cumsum(w_non, dtype=dtype, out=cum_non[1:])
+        return self.evaluate_cumulative(w_tar, w_non, cum_tar, cum_non, p_targets, alpha, beta,
+                                        c_miss, c_fa, integer)
+
+    def evaluate_cumulative(self, w_tar, w_non, cum_tar, cum_non, p_targets=(0.01,), alpha=0.0,
+                            beta=0.01, c_miss=1.0, c_fa=1.0, integer=True):
+        """``evaluate`` given the cumulative weights (a leading 0, then the running sums); the
+        bootstrap fills them in preallocated buffers. ``w_non`` is only read when not
+        ``integer``."""
         total_tar, total_non = cum_tar[-1], cum_non[-1]
         if not total_tar > 0 or not total_non > 0:
             return None
@@ -182,7 +190,7 @@ class SortedTrials:
             out["eer"] = self._kaldi_eer(cum_tar, cum_non, total_tar, total_non)
         else:
             out["eer"] = self._nist_eer(w_tar, w_non, total_tar, total_non)
-        out["min_dcf"] = self._min_dcf(w_tar, w_non, cum_tar, cum_non, total_tar, total_non,
+        out["min_dcf"] = self._min_dcf(w_tar, cum_tar, cum_non, total_tar, total_non,
                                        p_targets, c_miss, c_fa, integer)
         out["pauc"] = self._pauc(cum_tar, cum_non, total_tar, total_non, alpha, beta, integer)
         twice = (w_tar * (cum_non[self.non_lt] + cum_non[self.non_le])).sum()
