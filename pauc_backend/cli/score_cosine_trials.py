@@ -23,7 +23,7 @@ cosine similarity; the default (false) keeps Kaldi's plain dot product.
 
 Usage: score-cosine-trials [options] <trials-in> <vector1-rspecifier> <vector2-rspecifier> <scores-out>
 e.g.: score-cosine-trials data/trials ark:exp/enroll_final.ark ark:exp/test_final.ark scores/cosine
-""" + HELP_TEXT + """ The cohort is length-normalised too when --normalize=true.
+""" + HELP_TEXT + """The cohort is length-normalised too when --normalize=true.
 """
 
 tool = Tool("score-cosine-trials", USAGE)

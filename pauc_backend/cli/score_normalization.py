@@ -23,7 +23,10 @@ scored against each vector of --cohort (same space as the inputs, scored by this
 function); mu and sigma are the mean and population standard deviation of its --top-n highest
 cohort scores (s: the whole cohort). z: (s-mu_e)/sigma_e; t: (s-mu_t)/sigma_t;
 s and as: ((s-mu_e)/sigma_e + (s-mu_t)/sigma_t)/2 (WeSpeaker's score_norm.py).
-A common cohort is the training speakers' mean vectors."""
+A common cohort is the training speakers' mean vectors, preprocessed exactly as the inputs
+(e.g. normalize-vector-length with the same --scaleup): a cohort on another scale gives
+meaningless statistics.
+"""
 
 
 def register_score_norm_options(tool, cohort_what="vectors in the same space as the inputs"):

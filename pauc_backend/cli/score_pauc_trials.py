@@ -23,8 +23,7 @@ with float64 to about 1e-6 relative.
 
 Usage: score-pauc-trials [options] <metric> <enroll-vector-rspecifier> <test-vector-rspecifier> <trials-rxfilename> <scores-wxfilename>
 e.g.: score-pauc-trials exp/metric ark:exp/enroll_latent.ark ark:exp/test_latent.ark data/trials scores/pauc
-""" + HELP_TEXT + """
-"""
+""" + HELP_TEXT
 
 tool = Tool("score-pauc-trials", USAGE)
 tool.register("num-utts", "", "Accepted for symmetry with score-plda-trials and ignored: the "

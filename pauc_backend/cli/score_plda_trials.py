@@ -21,9 +21,9 @@ the number of utterances per speaker (default 1), which affects the scoring.
 
 Usage: score-plda-trials [options] <plda> <enroll-vector-rspecifier> <test-vector-rspecifier> <trials-rxfilename> <scores-wxfilename>
 e.g.: score-plda-trials --num-utts=ark:exp/enroll_num_utts.ark exp/plda ark:exp/enroll_final.ark ark:exp/test_final.ark data/trials scores/plda
-""" + HELP_TEXT + """ Here each cohort vector counts as one utterance (it is the test side
-of an enrollment's cohort trials and the enrollment side, n = 1, of a test vector's); the
-enrollment vectors keep their --num-utts.
+""" + HELP_TEXT + """Here each cohort vector counts as one utterance (it is the test side of an enrollment's
+cohort trials and the enrollment side, n = 1, of a test vector's); the enrollment vectors
+keep their --num-utts.
 """
 
 tool = Tool("score-plda-trials", USAGE)
