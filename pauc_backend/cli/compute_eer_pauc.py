@@ -3,8 +3,9 @@
 import sys
 
 from pauc_backend.cli.kaldi_cli import Tool, UsageError, format_float
-from pauc_backend.cli.score_label_input import join_scores_to_trials, read_score_labels
 from pauc_backend.errors import KaldiError
+from pauc_backend.kaldi_io.keyed import KeySpace, keyed_score_labels, read_labelled_trials
+from pauc_backend.kaldi_io.numbers import read_score_labels
 from pauc_backend.metrics import TrialScores, report
 
 USAGE = """
@@ -90,7 +91,9 @@ def run(opts, args):
     if len(args) == 1:
         scores, is_target = read_score_labels(args[0])
     else:
-        scores, is_target = join_scores_to_trials(tool.log, args[0], args[1])
+        trials = read_labelled_trials(args[1], KeySpace())
+        scores, is_target = keyed_score_labels(tool.log, args[0], trials)
+        del trials
         if not is_target.any() or is_target.all():
             raise KaldiError("No %s trials have scores" % (
                 "target" if not is_target.any() else "non-target"))

@@ -49,9 +49,9 @@ def run(opts, args):
     def score_fn(enroll_rows, test_rows):
         return plda.score_pairs(U_enroll, U_test, enroll_rows, test_rows, num_utts)
 
-    num_done = score_trial_list(log, trials_rxfilename, scores_wx, enroll_keys, test_keys,
-                                score_fn)
-    return 0 if num_done else 1
+    score_trial_list(log, trials_rxfilename, scores_wx, enroll_keys, test_keys,
+                     score_fn, require_scores=True)
+    return 0
 
 
 def main(argv=None):

@@ -200,6 +200,29 @@ def read_all(rx):
     return _map_file(what), 0
 
 
+def iter_line_chunks(rx, chunk_bytes=_CHUNK):
+    """An rxfilename read in pieces of about ``chunk_bytes`` that end at a newline (the last may
+    not): yields ``(piece, number of its first line)``. Memory does not grow with the input;
+    a failing input pipe is an error once it has been read to its end."""
+    with open_input(rx) as stream:
+        carry = b""
+        line = 1
+        while True:
+            block = stream.read(chunk_bytes)
+            if not block:
+                break
+            data = carry + block if carry else block
+            cut = data.rfind(b"\n") + 1
+            if cut == 0:                  # a line longer than a chunk: read on
+                carry = data
+                continue
+            piece, carry = data[:cut], data[cut:]
+            yield piece, line
+            line += piece.count(b"\n")
+        if carry:
+            yield carry, line
+
+
 class _PipeInput:
     def __init__(self, command):
         self.command = command
