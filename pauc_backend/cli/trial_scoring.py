@@ -12,7 +12,7 @@ import numpy as np
 from pauc_backend.cli.kaldi_cli import format_float
 from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import format_scores, streams
-from pauc_backend.kaldi_io.keyed import KeyIndex, table_key_index
+from pauc_backend.kaldi_io.keyed import table_key_index
 from pauc_backend.kaldi_io.trials import iter_fields
 from pauc_backend.metrics.moments import Float32Moments
 
@@ -37,11 +37,8 @@ def index_keys(keys, duplicate_message):
 
 
 def _key_index(keys):
-    if isinstance(keys, dict):
-        index = KeyIndex()
-        index.ids = {key.encode("utf-8"): row for key, row in keys.items()}
-        index.keys = [key.encode("utf-8") for key in keys]
-        return index
+    if isinstance(keys, dict):                 # {key: row} of index_keys
+        keys = sorted(keys, key=keys.get)
     return table_key_index(keys)
 
 
@@ -86,8 +83,8 @@ def score_trial_list(log, trials_rx, scores_wx, enroll_keys, test_keys, score_fn
     with streams.open_output(scores_wx) as out:
         for chunk in iter_fields(trials_rx, (2, 3), "trials file"):
             key1, key2 = chunk.tokens(0), chunk.tokens(1)
-            enroll_rows = enroll_index.lookup(key1)
-            test_rows = test_index.lookup(key2)
+            enroll_rows = enroll_index.lookup_chunk(chunk, 0)
+            test_rows = test_index.lookup_chunk(chunk, 1)
             missing_enroll = enroll_rows < 0
             bad = missing_enroll | (test_rows < 0)
             num_lines += chunk.num_lines

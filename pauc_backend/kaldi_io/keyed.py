@@ -37,6 +37,7 @@ import numpy as np
 
 from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import _memory, streams
+from pauc_backend.kaldi_io.numbers import _LOW_BYTES, _words
 from pauc_backend.kaldi_io.trials import iter_fields
 
 __all__ = ["KeyIndex", "KeySpace", "PairTable", "JoinedChunk", "iter_join", "join_columns",
@@ -45,15 +46,112 @@ __all__ = ["KeyIndex", "KeySpace", "PairTable", "JoinedChunk", "iter_join", "joi
 _MAX_ID1 = 1 << 30
 
 
+_PRIME = np.uint64(0x100000001B3)
+_SEED = np.uint64(0x9E3779B97F4A7C15)
+_MAX_WORDS = 6          # keys up to 48 bytes take the vectorised path (FieldChunk pads 48)
+
+
+def _token_words(buf, starts, lengths):
+    """(n, w) uint64: each token's bytes as little-endian 8-byte words, zero past its end."""
+    words = _words(buf)
+    width = max(1, -(-int(lengths.max()) // 8))
+    out = np.empty((starts.size, width), dtype=np.uint64)
+    for k in range(width):
+        out[:, k] = words[starts + 8 * k] & _LOW_BYTES[np.clip(lengths - 8 * k, 0, 8)]
+    return out
+
+
+def _hash_words(words):
+    """A 64-bit hash of each row of words; trailing zero words do not change it."""
+    code = np.full(words.shape[0], _SEED)
+    for k in range(words.shape[1]):
+        column = words[:, k]
+        mixed = (code ^ column) * _PRIME
+        mixed ^= mixed >> np.uint64(29)
+        code = mixed if k == 0 else np.where(column != 0, mixed, code)
+    return code
+
+
 class KeyIndex:
-    """Integer ids of the keys (bytes) of one column, in order of first appearance."""
+    """Integer ids of the keys (bytes) of one column, in order of first appearance.
+
+    Lookups are vectorised: a token's bytes are read as 8-byte words, hashed, found by binary
+    search among the known hashes and verified word by word against the key's own words (a
+    hash collision falls back to a dict of the keys, so ids are always exact)."""
 
     def __init__(self):
         self.ids = {}
         self.keys = []
+        self._words = np.zeros((0, 1), dtype=np.uint64)
+        self._sorted = np.zeros(0, dtype=np.uint64)
+        self._order = np.zeros(0, dtype=np.int64)
 
     def __len__(self):
         return len(self.keys)
+
+    def _add_keys(self, keys):
+        """Append new keys (bytes) and rebuild the hash search arrays."""
+        for key in keys:
+            self.ids[key] = len(self.keys)
+            self.keys.append(key)
+        width = max(1, max((-(-len(k) // 8) for k in self.keys), default=1))
+        words = np.zeros((len(self.keys), width), dtype=np.uint64)
+        for row, key in enumerate(self.keys[len(self._words):], len(self._words)):
+            padded = key + b"\0" * (8 * width - len(key))
+            words[row] = np.frombuffer(padded, dtype="<u8")
+        words[:len(self._words), :self._words.shape[1]] = self._words
+        self._words = words
+        codes = _hash_words(words)
+        self._order = np.argsort(codes, kind="stable")
+        self._sorted = codes[self._order]
+        self._distinct = bool((self._sorted[1:] != self._sorted[:-1]).all())
+
+    def lookup_chunk(self, chunk, index, add=False):
+        """Ids of field ``index`` of a FieldChunk (see ``lookup``), read from its buffer."""
+        if not hasattr(chunk, "buf"):
+            return self.lookup(chunk.tokens(index), add)
+        starts, lengths = chunk.columns[index]
+        if not starts.size or int(lengths.max()) > 8 * _MAX_WORDS:
+            return self.lookup(chunk.tokens(index), add)
+        words = _token_words(chunk.buf, starts, lengths)
+        heads = np.flatnonzero(np.concatenate(([True], (words[1:] != words[:-1]).any(axis=1))))
+        if heads.size < 0.5 * starts.size:     # runs of one key (sorted lists): look up once
+            ids = self.lookup_chunk(_Heads(chunk, index, heads), 0, add)
+            return np.repeat(ids, np.diff(np.append(heads, starts.size)))
+        ids = self._find(words)
+        if add and (ids < 0).any():
+            missing = np.flatnonzero(ids < 0)
+            _, first = np.unique(_hash_words(words[missing]), return_index=True)
+            new = []
+            for row in missing[np.sort(first)].tolist():
+                key = bytes(chunk.buf[starts[row]:starts[row] + lengths[row]])
+                if key in self.ids:          # same hash as a known key: use the dict
+                    return self.lookup(chunk.tokens(index), add)
+                new.append(key)
+            if len(set(new)) < len(new):     # two new keys share a hash
+                return self.lookup(chunk.tokens(index), add)
+            self._add_keys(new)
+            ids = self._find(words)
+        if ids is None:
+            return self.lookup(chunk.tokens(index), add)
+        return ids
+
+    def _find(self, words):
+        """Ids of rows of words (-1 if unknown); None if a hash collision needs the dict."""
+        codes = _hash_words(words)
+        if not self._sorted.size:
+            return np.full(codes.size, -1, dtype=np.int64)
+        at = np.minimum(np.searchsorted(self._sorted, codes), self._sorted.size - 1)
+        hit = self._sorted[at] == codes
+        ids = np.where(hit, self._order[at], -1)
+        rows = np.flatnonzero(hit)
+        width = min(words.shape[1], self._words.shape[1])
+        stored = self._words[ids[rows]]
+        same = (stored[:, :width] == words[rows, :width]).all(axis=1)
+        same &= (stored[:, width:] == 0).all(axis=1) & (words[rows, width:] == 0).all(axis=1)
+        if not same.all():
+            return None
+        return ids if self._distinct else None   # equal hashes among known keys: the dict
 
     def lookup(self, tokens, add=False):
         """int64 id of each token of a numpy bytes ('S') array; -1 for an unknown key (or a new
@@ -64,11 +162,9 @@ class KeyIndex:
         heads = np.flatnonzero(np.concatenate(([True], tokens[1:] != tokens[:-1])))
         unique = tokens[heads].tolist() if heads.size < count else tokens.tolist()
         if add:
-            ids, keys = self.ids, self.keys
-            for key in unique:
-                if key not in ids:
-                    ids[key] = len(keys)
-                    keys.append(key)
+            new = [key for key in dict.fromkeys(unique) if key not in self.ids]
+            if new:
+                self._add_keys(new)
         rows = np.fromiter(map(self.ids.get, unique, itertools.repeat(-1)), dtype=np.int64,
                            count=len(unique))
         if heads.size < count:
@@ -79,12 +175,24 @@ class KeyIndex:
         return self.keys[key_id].decode("utf-8", "replace")
 
 
+class _Heads:
+    """The first token of each run of field ``index`` of a FieldChunk, as a one-field chunk."""
+
+    def __init__(self, chunk, index, heads):
+        self.buf = chunk.buf
+        starts, lengths = chunk.columns[index]
+        self.columns = [(starts[heads], lengths[heads])]
+        self._chunk, self._index, self._heads = chunk, index, heads
+
+    def tokens(self, index):
+        return self._chunk.tokens(self._index)[self._heads]
+
+
 def table_key_index(keys):
     """A KeyIndex whose ids are the positions of ``keys`` (str; distinct), e.g. the rows of a
     vector table."""
     index = KeyIndex()
-    index.keys = [key.encode("utf-8") for key in keys]
-    index.ids = {key: row for row, key in enumerate(index.keys)}
+    index._add_keys([key.encode("utf-8") for key in keys])
     return index
 
 
@@ -170,8 +278,8 @@ class PairTable:
             if len(chunk.columns) == 2:
                 raise KaldiError("Trials file %s has no target/nontarget column; evaluation and "
                                  "calibration need labelled trials" % streams.printable(rx))
-            code = keys.codes(keys.first.lookup(chunk.tokens(0), add=True),
-                              keys.second.lookup(chunk.tokens(1), add=True))
+            code = keys.codes(keys.first.lookup_chunk(chunk, 0, add=True),
+                              keys.second.lookup_chunk(chunk, 1, add=True))
             if kind == "label":
                 codes.append((code << np.uint64(1)) | _labels(chunk, 2))
             else:
@@ -297,8 +405,8 @@ def iter_join(log, base, keys, tables, base_noun="scores", base_what="scores fil
         found_rows = []
         keep = np.ones(chunk.num_lines, dtype=bool)
         if tables:
-            ids1 = keys.first.lookup(chunk.tokens(0))
-            ids2 = keys.second.lookup(chunk.tokens(1))
+            ids1 = keys.first.lookup_chunk(chunk, 0)
+            ids2 = keys.second.lookup_chunk(chunk, 1)
             known = (ids1 >= 0) & (ids2 >= 0)
             codes = keys.codes(np.maximum(ids1, 0), np.maximum(ids2, 0))
             keep &= known
@@ -350,9 +458,13 @@ def _unmatched(count, total, side, other_name, other_singular, example):
 
 def _mark_matched(matched, rows, chunk, lines, keys, base_name, base_what):
     """Mark table rows matched by base lines; a row matched twice is a pair listed twice."""
-    if rows.size and not matched[rows].any() and np.unique(rows).size == rows.size:
-        matched[rows] = True
+    if not rows.size:
         return
+    if not matched[rows].any():
+        increasing = rows[1:] > rows[:-1]          # sorted files: rows come in order
+        if increasing.all() or (np.diff(np.sort(rows)) > 0).all():
+            matched[rows] = True
+            return
     seen = set()
     for line, row in zip(lines.tolist(), rows.tolist()):
         if matched[row] or row in seen:

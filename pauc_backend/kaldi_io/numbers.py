@@ -411,7 +411,7 @@ def parse_score_labels(data, start=0):
 
 def iter_score_labels(rxfilename):
     """compute-eer's input streamed: ``(scores float32, is_target bool)`` per chunk of lines."""
-    for piece, _ in streams.iter_line_chunks(rxfilename, _CHUNK_BYTES):
+    for piece, _ in streams.iter_line_chunks(rxfilename, _CHUNK_BYTES, False):
         yield _parse_piece(piece)
 
 

@@ -200,13 +200,13 @@ def read_all(rx):
     return _map_file(what), 0
 
 
-def iter_line_chunks(rx, chunk_bytes=_CHUNK):
+def iter_line_chunks(rx, chunk_bytes=_CHUNK, count_lines=True):
     """An rxfilename read in pieces of about ``chunk_bytes`` that end at a newline (the last may
-    not): yields ``(piece, number of its first line)``. Memory does not grow with the input;
-    a failing input pipe is an error once it has been read to its end."""
+    not): yields ``(piece, number of its first line)`` (None without ``count_lines``). Memory
+    does not grow with the input; a failing input pipe is an error once read to its end."""
     with open_input(rx) as stream:
         carry = b""
-        line = 1
+        line = 1 if count_lines else None
         while True:
             block = stream.read(chunk_bytes)
             if not block:
@@ -218,7 +218,8 @@ def iter_line_chunks(rx, chunk_bytes=_CHUNK):
                 continue
             piece, carry = data[:cut], data[cut:]
             yield piece, line
-            line += piece.count(b"\n")
+            if count_lines:
+                line += piece.count(b"\n")
         if carry:
             yield carry, line
 

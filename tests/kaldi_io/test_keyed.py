@@ -170,3 +170,20 @@ def test_compute_eer_input_streams_to_the_same_values(tmp_path, chunk_bytes):
     assert scores.view(np.uint32).tolist() == ref_scores.view(np.uint32).tolist()
     assert labels.tolist() == ref_labels.tolist()
     assert math.isfinite(float(scores.sum()))
+
+
+@pytest.mark.parametrize("hash_fn", ["zeros", "low byte"])
+def test_key_ids_stay_exact_when_hashes_collide(tmp_path, monkeypatch, hash_fn):
+    fake = {"zeros": lambda words: np.zeros(words.shape[0], dtype=np.uint64),
+            "low byte": lambda words: words[:, 0] & np.uint64(0xFF)}[hash_fn]
+    monkeypatch.setattr(keyed, "_hash_words", fake)
+    pairs = [("spk%d" % i, "utt-%03d-with-a-long-name" % j) for i in range(4) for j in range(9)]
+    (tmp_path / "t").write_text("".join("%s %s %s\n" % (a, b, "target" if a[-1] == b[-1]
+                                                         else "nontarget") for a, b in pairs))
+    rows = pairs[::-1][:30] + [("spk9", "utt-000-with-a-long-name")]
+    (tmp_path / "s").write_text("".join("%s %s %d\n" % (a, b, i) for i, (a, b) in
+                                        enumerate(rows)))
+    table = keyed.read_labelled_trials(str(tmp_path / "t"), KeySpace())
+    scores, labels = keyed_score_labels(Log(), str(tmp_path / "s"), table)
+    assert scores.tolist() == list(range(30))
+    assert labels.tolist() == [a[-1] == b[-1] for a, b in rows[:30]]
