@@ -334,6 +334,52 @@ def parse_decimal_tokens(buf, starts, lengths, double=False):
     return values, ok
 
 
+_NUMBER_BYTE = np.zeros(256, dtype=bool)
+_NUMBER_BYTE[list(b"0123456789+-.eE")] = True
+_NUMBER_BYTE[0] = True                      # the padding after a token
+
+
+def parse_long_decimals(buf, starts, lengths):
+    """float32 as strtof of tokens of any length made of ``[0-9+-.eE]`` (long fractions such as
+    ``%.25f`` or Python ``repr`` doubles), and a mask of those decoded.
+
+    numpy reads the token as the nearest double d (on this alphabet Python's grammar and
+    strtof's agree; anything malformed is left undecoded). Rounding d to float32 equals
+    rounding the exact value unless d is itself a float32 midpoint (double rounding): a float32
+    midpoint is a double, so a value on one side of it has its nearest double on the same side
+    or on it. Those, overflows and NaN are left for the exact path."""
+    width = int(lengths.max())
+    chars = np.zeros((starts.size, width), dtype=np.uint8)
+    for column in range(width):
+        inside = column < lengths
+        chars[:, column] = np.where(inside, buf[np.minimum(starts + column, buf.size - 1)], 0)
+    ok = _NUMBER_BYTE[chars].all(axis=1)
+    values = np.zeros(starts.size, dtype=np.float32)
+    rows = np.flatnonzero(ok)
+    texts = chars[rows].view("S%d" % width).ravel()
+    try:
+        exact = texts.astype(np.float64)
+    except ValueError:
+        exact = np.array([_python_float(t) for t in texts.tolist()], dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        near = exact.astype(np.float32)
+        back = near.astype(np.float64)
+        off = exact - back
+        other = np.nextafter(near, np.where(off > 0, np.float32(np.inf),
+                                            np.float32(-np.inf))).astype(np.float64)
+        good = np.isfinite(near) & ((off == 0) | (exact != 0.5 * (back + other)))
+    values[rows] = near
+    ok[rows] = good
+    return values, ok
+
+
+def _python_float(text):
+    try:
+        return float(text)
+    except ValueError:
+        return math.nan
+
+
 def _fields(piece):
     """Padded buffer, line starts and the one blank and newline of each line, or None."""
     buf = np.frombuffer(b"\0" * _FRONT + piece + b"\0" * _PAD, np.uint8)
@@ -371,6 +417,9 @@ def _parse_canonical(piece):
     if not (is_target | is_non).all():
         return None
     scores, ok = parse_decimal_tokens(buf, starts, blank - starts)
+    rest = np.flatnonzero(~ok)
+    if rest.size > 16:
+        scores[rest], ok[rest] = parse_long_decimals(buf, starts[rest], blank[rest] - starts[rest])
     for index in np.flatnonzero(~ok):
         value = kaldi_string_to_float(piece[starts[index] - _FRONT:blank[index] - _FRONT])
         if value is None or math.isnan(value):

@@ -187,3 +187,21 @@ def test_key_ids_stay_exact_when_hashes_collide(tmp_path, monkeypatch, hash_fn):
     scores, labels = keyed_score_labels(Log(), str(tmp_path / "s"), table)
     assert scores.tolist() == list(range(30))
     assert labels.tolist() == [a[-1] == b[-1] for a, b in rows[:30]]
+
+
+def test_long_number_formats_decode_to_libc_strtof_bit_for_bit():
+    import ctypes
+    import ctypes.util
+    strtof = ctypes.CDLL(ctypes.util.find_library("c")).strtof
+    strtof.restype, strtof.argtypes = ctypes.c_float, [ctypes.c_char_p, ctypes.c_void_p]
+    rng = np.random.default_rng(7)
+    tokens = []
+    for _ in range(3000):
+        f = np.float32(rng.normal() * 10.0 ** rng.integers(-8, 9))
+        mid = (float(f) + float(np.nextafter(f, np.float32(np.inf)))) / 2    # a float32 tie
+        tokens += [b"%r" % float(rng.normal()), b"%.25f" % float(f), b"%.40f" % mid,
+                   b"%.30e" % mid, b"%.17g" % (mid * (1 + 2e-16)), b"-%.30f" % abs(mid)]
+    data = b"".join(t + b" nontarget\n" for t in tokens) + b"0 target\n"
+    scores, _ = numbers.parse_score_labels(data)
+    expected = np.array([strtof(t, None) for t in tokens], dtype=np.float32)
+    np.testing.assert_array_equal(scores[:-1].view(np.uint32), expected.view(np.uint32))
