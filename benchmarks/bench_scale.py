@@ -12,7 +12,8 @@ small synthetic training set, and a metric for score-pauc-trials. Then runs, eac
     --kaldi-bin where present.
 
 Usage: nice python benchmarks/bench_scale.py [--trials 1e7] [--workdir DIR] [--keep]
-         [--kaldi-bin /work/kaldi-build/bin] [--only tool,tool]
+         [--kaldi-bin /work/kaldi-build/bin] [--only job,job] [--skip job,job]
+(job names as printed, e.g. --skip "KALDI ivector-plda-scoring,score-pauc-trials")
 The generated files are deleted afterwards unless --keep (10^8 trials take about 20 GB).
 """
 
@@ -74,17 +75,19 @@ def make_data(work, num_trials, rng):
 
 def timed(name, command, work, log):
     """Run ``command`` (a shell string) in ``work`` under /usr/bin/time: (wall s, peak MB)."""
-    full = "/usr/bin/time -f '%%e %%M' -o time.out bash -o pipefail -c %s" % _quote(command)
+    full = "/usr/bin/time -f '%%e %%U %%S %%M' -o time.out bash -o pipefail -c %s" % _quote(
+        command)
     env = dict(os.environ, PATH=os.path.join(REPO, "bin") + os.pathsep + os.environ["PATH"])
     start = time.time()
     proc = subprocess.run(full, shell=True, cwd=work, env=env, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE)
     elapsed = time.time() - start
     with open(os.path.join(work, "time.out")) as f:
-        wall, rss = f.read().split()[-2:]
+        wall, user, system, rss = f.read().split()[-4:]
     status = "ok" if proc.returncode == 0 else "FAILED (%d)" % proc.returncode
-    print("%-34s %8.1f s %9.0f MB  %s" % (name, float(wall), int(rss) / 1024.0, status),
-          flush=True)
+    print("%-34s %8.1f s wall %8.1f s cpu %9.0f MB peak RSS  %s  (load %.1f)" % (
+        name, float(wall), float(user) + float(system), int(rss) / 1024.0, status,
+        os.getloadavg()[0]), flush=True)
     if proc.returncode:
         print(proc.stderr.decode(errors="replace")[-2000:], file=sys.stderr)
     log.write("== %s (%.1f s)\n%s\n" % (name, elapsed, proc.stderr.decode(errors="replace")
@@ -126,6 +129,7 @@ def main():
     parser.add_argument("--keep", action="store_true")
     parser.add_argument("--kaldi-bin", default="/work/kaldi-build/bin")
     parser.add_argument("--only", default="", help="comma-separated job names to run")
+    parser.add_argument("--skip", default="", help="comma-separated job names to skip")
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="bench_scale.", dir=args.workdir)
     print("date %s, load %s" % (datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M UTC"),
@@ -138,11 +142,12 @@ def main():
             os.path.getsize(os.path.join(work, "trials")) / 1e9), flush=True)
         kaldi = args.kaldi_bin if os.path.isdir(args.kaldi_bin) else None
         only = set(filter(None, args.only.split(",")))
+        skip = set(filter(None, args.skip.split(",")))
         with open(os.path.join(work, "bench.log"), "w") as log:
             for name, command, is_kaldi in JOBS:
                 if is_kaldi and kaldi is None:
                     continue
-                if only and name not in only and "setup" not in name:
+                if (only and name not in only and "setup" not in name) or name in skip:
                     continue
                 timed(name, command.format(kaldi=kaldi), work, log)
         print("load after: %s" % (os.getloadavg(),))

@@ -273,7 +273,9 @@ class PairTable:
         what = what or ("trials file" if kind == "label" else "scores file")
         value_index = KeyIndex() if kind == "token" else None
         allowed = (2, 3) if kind == "label" else (3,)
-        codes, values = [], []
+        codes = _memory.GrowingArray(np.uint64)
+        values = _memory.GrowingArray({"label": bool, "score": np.float64,
+                                       "token": np.int32}[kind])
         for chunk in iter_fields(rx, allowed, what):
             if len(chunk.columns) == 2:
                 raise KaldiError("Trials file %s has no target/nontarget column; evaluation and "
@@ -288,13 +290,12 @@ class PairTable:
                               value_index.lookup(chunk.tokens(2), add=True).astype(np.int32))
         if len(keys.first) >= _MAX_ID1:
             raise KaldiError("Too many distinct first keys in %s (%d)" % (rx, len(keys.first)))
-        codes = _memory.concatenate_consumed(codes, np.uint64)
+        codes = codes.array()
         if kind == "label":
             codes.sort()
             values = None
         else:
-            values = _memory.concatenate_consumed(values, np.float64 if kind == "score"
-                                                  else np.int32)
+            values = values.array()
             order = np.argsort(codes)
             codes = codes[order]
             values = values[order]
@@ -321,12 +322,17 @@ class PairTable:
     def pair_codes(self):
         return self._codes >> self.shift
 
+    def pair_code(self, row):
+        return int(self._codes[row]) >> int(self.shift)
+
     def _check_unique(self):
-        pairs = self.pair_codes()
-        same = np.flatnonzero(pairs[1:] == pairs[:-1])
-        if same.size:
-            pair = self.keys.pair_text(pairs[same[0]])
-            raise _duplicate_error(pair, self.name, self.what, self.locate(pair))
+        step = 1 << 22          # in slices: no second n-sized array
+        for start in range(0, max(len(self) - 1, 0), step):
+            pairs = self._codes[start:start + step + 1] >> self.shift
+            same = np.flatnonzero(pairs[1:] == pairs[:-1])
+            if same.size:
+                pair = self.keys.pair_text(pairs[same[0]])
+                raise _duplicate_error(pair, self.name, self.what, self.locate(pair))
 
     def locate(self, pair):
         """The line numbers of ``pair`` (first two), if the source can be read again."""
@@ -432,7 +438,7 @@ def iter_join(log, base, keys, tables, base_noun="scores", base_what="scores fil
     for t, table in enumerate(tables):
         unmatched = np.flatnonzero(~matched[t])
         if unmatched.size:
-            example = keys.pair_text(table.pair_codes()[unmatched[0]])
+            example = keys.pair_text(table.pair_code(unmatched[0]))
             log.warning(_unmatched(unmatched.size, len(table), table, base_name, base_noun,
                                    example))
         if absent[t][0]:
@@ -484,14 +490,13 @@ def _mark_matched(matched, rows, chunk, lines, keys, base_name, base_what):
 def join_columns(log, base, keys, tables, **names):
     """``iter_join`` collected: (base values float64, [values of each table]) of the kept rows,
     in base order; about 8 bytes a row plus each table's value (1 for a label)."""
-    base_values, columns = [], [[] for _ in tables]
+    base_values = _memory.GrowingArray(np.float64)
+    columns = [_memory.GrowingArray(_dtype_of(table)) for table in tables]
     for joined in iter_join(log, base, keys, tables, **names):
         base_values.append(joined.base)
         for column, values in zip(columns, joined.values):
             column.append(values)
-    return (_memory.concatenate_consumed(base_values, np.float64),
-            [_memory.concatenate_consumed(column, _dtype_of(table))
-             for column, table in zip(columns, tables)])
+    return base_values.array(), [column.array() for column in columns]
 
 
 def _dtype_of(table):

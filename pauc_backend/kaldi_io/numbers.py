@@ -445,12 +445,11 @@ def _parse_piece(piece):
 
 
 def _collect(parsed):
-    scores, labels = [], []
+    scores, labels = _memory.GrowingArray(np.float32), _memory.GrowingArray(bool)
     for chunk_scores, chunk_labels in parsed:
         scores.append(chunk_scores)
         labels.append(chunk_labels)
-    return (_memory.concatenate_consumed(scores, np.float32),
-            _memory.concatenate_consumed(labels, bool))
+    return scores.array(), labels.array()
 
 
 def parse_score_labels(data, start=0):
