@@ -37,19 +37,6 @@ def fresh_array(shape, dtype):
     return np.frombuffer(mm, dtype=dtype, count=count).reshape(shape)
 
 
-def concatenate_consumed(chunks, dtype):
-    """np.concatenate of a list of 1-D arrays that empties the list as it copies, so the peak is
-    the result plus one chunk, not twice the data."""
-    out = fresh_array((sum(chunk.size for chunk in chunks),), dtype)
-    at = 0
-    chunks.reverse()
-    while chunks:
-        chunk = chunks.pop()
-        out[at:at + chunk.size] = chunk
-        at += chunk.size
-    return out
-
-
 class GrowingArray:
     """A 1-D array appended to chunk by chunk in its own anonymous mapping, grown by mremap
     (``mmap.resize``): no list of chunks and no final copy, and pages past the end are never

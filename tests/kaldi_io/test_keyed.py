@@ -161,9 +161,9 @@ def test_float32_moments_are_exact_whatever_the_chunks(values, pieces):
 
 def test_compute_eer_input_streams_to_the_same_values(tmp_path, chunk_bytes):
     rng = np.random.default_rng(2)
-    text = "".join("%s %s\n" % (fmt % float(v), "target" if t else "nontarget") for fmt, v, t in zip(
-        rng.choice(["%.7g", "%r", "%.25f", "%.3e"], 500), rng.normal(size=500),
-        rng.random(500) < 0.3)).encode()
+    formats = rng.choice(["%.7g", "%r", "%.25f", "%.3e"], 500)
+    text = "".join("%s %s\n" % (fmt % float(v), "target" if t else "nontarget") for fmt, v, t
+                   in zip(formats, rng.normal(size=500), rng.random(500) < 0.3)).encode()
     (tmp_path / "in").write_bytes(text)
     scores, labels = numbers.read_score_labels(str(tmp_path / "in"))
     ref_scores, ref_labels = numbers._parse_lines_exactly(text)
