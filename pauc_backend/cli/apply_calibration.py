@@ -2,10 +2,12 @@
 
 import numpy as np
 
-from pauc_backend.cli.calibration_io import join_by_key, read_calibration, read_score_files
+from pauc_backend.cli.calibration_io import read_calibration
 from pauc_backend.cli.kaldi_cli import Tool, UsageError, format_float
 from pauc_backend.errors import KaldiError
-from pauc_backend.kaldi_io import write_scores
+from pauc_backend.kaldi_io import format_scores, open_output
+from pauc_backend.kaldi_io.keyed import KeySpace, PairTable, iter_join
+from pauc_backend.metrics.moments import Float64Moments
 
 USAGE = """
 Apply a calibration/fusion model from train-calibration to score files and write
@@ -28,23 +30,33 @@ def run(opts, args):
     if len(score_rxs) != model.weights_.size:
         raise KaldiError("Calibration model %s fuses %d score file(s), but %d were given"
                          % (model_rx, model.weights_.size, len(score_rxs)))
-    tables = read_score_files(score_rxs)
-    _, key1, key2, scores = tables[0]
-    if len(tables) == 1:
-        bad = np.flatnonzero(~np.isfinite(scores))
-        if bad.size:
-            raise KaldiError("Score of '%s %s' in %s is not finite (%s)"
-                             % (key1[bad[0]], key2[bad[0]], score_rxs[0], scores[bad[0]]))
-    else:
-        rows, scores = join_by_key(tool.log, score_rxs[0], key1, key2, tables)
-        key1, key2 = key1[rows], key2[rows]
-    llr = model.transform(scores)
-    write_scores(scores_wx, key1, key2, llr)
-    if llr.size:
-        tool.log.log("Mean llr was %s, standard deviation was %s" % (
-            format_float(llr.mean()), format_float(llr.std())))
-    tool.log.log("Calibrated %d trials." % llr.size)
-    return 0 if llr.size else 1
+    keys = KeySpace()
+    others = [PairTable.read(rx, keys, "score") for rx in score_rxs[1:]]
+    moments = Float64Moments()
+    with open_output(scores_wx) as out:
+        for joined in iter_join(tool.log, score_rxs[0], keys, others):
+            scores = np.column_stack([joined.base] + joined.values)
+            _check_finite(scores, joined, score_rxs)
+            llr = model.transform(scores)
+            out.write(format_scores(joined.chunk.tokens(0)[joined.rows],
+                                    joined.chunk.tokens(1)[joined.rows], llr))
+            moments.add(llr)
+        if not moments.count:
+            raise KaldiError("No scores to calibrate in %s" % " ".join(score_rxs))
+    tool.log.log("Mean llr was %s, standard deviation was %s" % (
+        format_float(moments.mean), format_float(moments.std())))
+    tool.log.log("Calibrated %d trials." % moments.count)
+    return 0
+
+
+def _check_finite(scores, joined, score_rxs):
+    bad = ~np.isfinite(scores)
+    if bad.any():
+        row, column = np.argwhere(bad)[0]
+        line = joined.rows[row]
+        raise KaldiError("Score of '%s %s' in %s is not finite (%s)" % (
+            joined.chunk.token(0, line), joined.chunk.token(1, line), score_rxs[column],
+            scores[row, column]))
 
 
 def main(argv=None):

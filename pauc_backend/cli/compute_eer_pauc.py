@@ -4,8 +4,9 @@ import sys
 
 from pauc_backend.cli import evaluation_extras as extras
 from pauc_backend.cli.kaldi_cli import Tool, UsageError, format_float
-from pauc_backend.cli.score_label_input import join_scores_to_trials, read_score_labels
 from pauc_backend.errors import KaldiError
+from pauc_backend.kaldi_io.keyed import KeySpace, keyed_score_labels, read_labelled_trials
+from pauc_backend.kaldi_io.numbers import read_score_labels
 from pauc_backend.metrics import TrialScores, report
 from pauc_backend.metrics.equalized import add_c_primary
 
@@ -106,21 +107,26 @@ def run(opts, args):
     if len(args) == 1:
         scores, is_target = read_score_labels(args[0])
     else:
-        scores, is_target, key1, key2 = join_scores_to_trials(tool.log, args[0], args[1],
-                                                              return_keys=True)
+        keys = KeySpace()
+        trials = read_labelled_trials(args[1], keys)
+        need_keys = bool(opts.partitions or opts.bootstrap)
+        scores, is_target, *ids = keyed_score_labels(tool.log, args[0], trials,
+                                                     key_ids=need_keys)
+        key_ids = ids[0] if ids else ()
+        del trials
         if not is_target.any() or is_target.all():
             raise KaldiError("No %s trials have scores" % (
                 "target" if not is_target.any() else "non-target"))
     trials = TrialScores.from_trials(scores, is_target)
     if opts.partitions:
-        summary = extras.equalized(tool.log, opts, scores, is_target, key1, key2, p_targets)
+        summary = extras.equalized(tool.log, opts, scores, is_target, keys, *key_ids, p_targets)
     else:
         summary = trials.summary(p_targets, opts.pauc_alpha, opts.pauc_beta, opts.c_miss,
                                  opts.c_fa, opts.eer_method, opts.llr)
     add_c_primary(summary)
     if opts.bootstrap:
         summary["confidence"] = extras.bootstrap_confidence(tool.log, opts, scores, is_target,
-                                                            key1, key2, p_targets)
+                                                            keys, *key_ids, p_targets)
     if opts.report == "kaldi":
         _log_kaldi(summary, opts)
         extras.log_extras(tool.log, summary)

@@ -2,15 +2,15 @@
 partitions table) and calls into pauc_backend.metrics.bootstrap / .equalized.
 
 The partitions file is a keyed ``<key1> <key2> <partition>`` table joined to the scored trials
-with the same exact key join as the scores (score_label_input's factorisation of key pairs).
+through the same key join as the scores (``kaldi_io.keyed``: one KeySpace, PairTable.find).
 """
 
 import numpy as np
 
 from pauc_backend.cli.kaldi_cli import UsageError, format_float
-from pauc_backend.cli.score_label_input import _factorize, _key_rows
 from pauc_backend.errors import KaldiError
-from pauc_backend.kaldi_io import read_token_table, read_trials
+from pauc_backend.kaldi_io import read_token_table
+from pauc_backend.kaldi_io.keyed import PairTable
 from pauc_backend.metrics.bootstrap import (ClusterBootstrap, bootstrap_statistics,
                                             confidence_summary)
 from pauc_backend.metrics.equalized import equalized_summary
@@ -61,50 +61,42 @@ def check_options(opts, num_args):
         raise UsageError("--partitions uses NIST's equalised EER; drop --eer-method")
 
 
-def read_partitions(rx, key1, key2):
-    """Partition label of each scored trial (key1[i], key2[i]), from ``rx``."""
-    p_key1, p_key2, labels = read_trials(rx)
-    if p_key1.size == 0:
+def read_partitions(rx, keys, ids1, ids2):
+    """Partition name of each scored trial ``(ids1[i], ids2[i])`` (key ids in ``keys``), from
+    the ``<key1> <key2> <partition>`` file ``rx`` read through the one key join."""
+    table = PairTable.read(rx, keys, "token", noun="partition entries",
+                           what="partitions file")
+    if not len(table):
         raise KaldiError("Empty partitions file %s" % rx)
-    if labels is None:
-        raise KaldiError("Partitions file %s needs three columns <key1> <key2> <partition>" % rx)
-    num = key1.size
-    codes = _factorize(_key_rows(np.concatenate([key1, p_key1]),
-                                 np.concatenate([key2, p_key2])))
-    trial_codes, table_codes = codes[:num], codes[num:]
-    counts = np.bincount(table_codes, minlength=int(codes.max()) + 1)
-    if counts.max(initial=0) > 1:
-        line = int(np.flatnonzero(counts[table_codes] > 1)[0])
-        raise KaldiError("Trial '%s %s' appears twice in partitions file %s"
-                         % (p_key1[line], p_key2[line], rx))
-    row_of_code = np.full(counts.size, -1, dtype=np.int64)
-    row_of_code[table_codes] = np.arange(table_codes.size)
-    rows = row_of_code[trial_codes]
+    rows = table.find(keys.codes(ids1, ids2))
     missing = np.flatnonzero(rows < 0)
     if missing.size:
-        raise KaldiError("%d scored trials have no partition in %s (first: '%s %s')"
-                         % (missing.size, rx, key1[missing[0]], key2[missing[0]]))
-    return np.asarray(labels)[rows]
+        first = keys.pair_text(keys.codes(ids1[missing[:1]], ids2[missing[:1]])[0])
+        raise KaldiError("%d scored trials have no partition in %s (first: '%s')"
+                         % (missing.size, rx, first))
+    return table.values(rows)
 
 
-def _speakers(keys, table):
-    return np.array([table.get(key, key) for key in keys.tolist()])
+def _speaker_codes(ids, index, utt2spk):
+    """Speaker name of each trial's key (a key not in ``utt2spk`` is its own speaker), the
+    number of distinct keys found in ``utt2spk`` and the number of distinct keys."""
+    used, inverse = np.unique(ids, return_inverse=True)
+    names = [index.text(key_id) for key_id in used.tolist()]
+    speakers = np.array([utt2spk.get(name, name) for name in names])
+    return speakers[inverse.ravel()], sum(name in utt2spk for name in names), used.size
 
 
-def bootstrap_confidence(log, opts, scores, is_target, key1, key2, p_targets):
-    """The ``"confidence"`` dict of the report."""
-    enroll, test = key1, key2
+def bootstrap_confidence(log, opts, scores, is_target, keys, ids1, ids2, p_targets):
+    """The ``"confidence"`` dict of the report; clusters are the trials' keys (ids in
+    ``keys``), or their speakers with --utt2spk."""
+    enroll, test = ids1, ids2
     if opts.utt2spk:
         table = read_token_table(opts.utt2spk)
-        unique1, unique2 = np.unique(key1), np.unique(key2)
+        (enroll, found1, num1), (test, found2, num2) = (
+            _speaker_codes(ids, index, table) for ids, index in ((ids1, keys.first),
+                                                                 (ids2, keys.second)))
         log.log("Clusters by speaker from %s: %d of %d enrollment keys and %d of %d test keys "
-                "found in it" % (opts.utt2spk, int(np.isin(unique1, list(table)).sum()),
-                                 unique1.size, int(np.isin(unique2, list(table)).sum()),
-                                 unique2.size))
-        u1, inv1 = np.unique(key1, return_inverse=True)
-        u2, inv2 = np.unique(key2, return_inverse=True)
-        enroll = _speakers(u1, table)[inv1.ravel()]
-        test = _speakers(u2, table)[inv2.ravel()]
+                "found in it" % (opts.utt2spk, found1, num1, found2, num2))
     boot = ClusterBootstrap(scores, is_target, enroll, test)
     stats = bootstrap_statistics(boot, opts.bootstrap, opts.seed, p_targets, opts.pauc_alpha,
                                  opts.pauc_beta, opts.c_miss, opts.c_fa)
@@ -120,8 +112,8 @@ def bootstrap_confidence(log, opts, scores, is_target, key1, key2, p_targets):
     return confidence
 
 
-def equalized(log, opts, scores, is_target, key1, key2, p_targets):
-    partitions = read_partitions(opts.partitions, key1, key2)
+def equalized(log, opts, scores, is_target, keys, ids1, ids2, p_targets):
+    partitions = read_partitions(opts.partitions, keys, ids1, ids2)
     summary = equalized_summary(scores, is_target, partitions, p_targets, opts.pauc_alpha,
                                 opts.pauc_beta, opts.c_miss, opts.c_fa, opts.llr)
     log.log("Equalised over %d partitions of %s (%d with targets, %d with non-targets)"

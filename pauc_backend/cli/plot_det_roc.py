@@ -1,8 +1,8 @@
 """plot-det-roc: DET and ROC curves of several systems on one trial list (paper, Figs. 7, 9)."""
 
 from pauc_backend.cli.kaldi_cli import Tool, UsageError
-from pauc_backend.cli.score_label_input import join_scores_to_trials
 from pauc_backend.errors import KaldiError
+from pauc_backend.kaldi_io.keyed import KeySpace, keyed_score_labels, read_labelled_trials
 from pauc_backend.metrics import TrialScores
 
 USAGE = """
@@ -35,11 +35,12 @@ def run(opts, args):
     if not opts.output:
         raise KaldiError("--output must name the DET plot file")
     trials_rx, systems = args[0], []
+    trial_table = read_labelled_trials(trials_rx, KeySpace())
     for spec in args[1:]:
         label, sep, scores_rx = spec.partition(":")
         if not sep or not label or not scores_rx:
             raise KaldiError("Bad system '%s': expected <label>:<scores-rxfilename>" % spec)
-        scores, is_target = join_scores_to_trials(tool.log, scores_rx, trials_rx)
+        scores, is_target = keyed_score_labels(tool.log, scores_rx, trial_table)
         try:
             trials = TrialScores.from_trials(scores, is_target)
         except ValueError as err:

@@ -86,9 +86,9 @@ def run(opts, args):
         score_fn = normalizing_score_fn(log, opts, score_fn, len(cohort_keys),
                                         (enroll_keys, enroll_grid), (test_keys, test_grid))
 
-    num_done = score_trial_list(log, trials_rxfilename, scores_wx, enroll_keys, test_keys,
-                                score_fn)
-    return 0 if num_done else 1
+    score_trial_list(log, trials_rxfilename, scores_wx, enroll_keys, test_keys,
+                     score_fn, require_scores=True)
+    return 0
 
 
 def main(argv=None):

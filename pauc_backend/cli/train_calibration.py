@@ -1,8 +1,7 @@
 """train-calibration: learn llr = sum_k w_k s_k + b by BOSARIS's prior-weighted logistic
 regression (linear calibration of one system, or fusion of several)."""
 
-from pauc_backend.cli.calibration_io import (join_by_key, read_labelled_trials, read_score_files,
-                                             write_calibration)
+from pauc_backend.cli.calibration_io import read_joined_scores, write_calibration
 from pauc_backend.cli.kaldi_cli import Tool, UsageError, format_float, format_vector
 from pauc_backend.errors import KaldiError
 from pauc_backend.metrics.llr import act_dcf, cllr, min_cllr
@@ -36,16 +35,13 @@ def run(opts, args):
         raise KaldiError("--prior must lie strictly between 0 and 1, got %s" % opts.prior)
     if opts.regularization < 0:
         raise KaldiError("--regularization must be >= 0, got %s" % opts.regularization)
-    key1, key2, is_target = read_labelled_trials(trials_rx)
-    rows, scores = join_by_key(tool.log, trials_rx, key1, key2, read_score_files(score_rxs))
-    labels = is_target[rows]
-    num_tar = int(labels.sum())
+    scores, labels, num_trials = read_joined_scores(tool.log, score_rxs, trials_rx)
+    num_tar, num = int(labels.sum()), labels.size
     tool.log.log("Training on %d of %d trials (%d target, %d non-target) with %d score "
-                 "file(s)" % (rows.size, key1.size, num_tar, rows.size - num_tar,
-                              len(score_rxs)))
-    if num_tar == 0 or num_tar == rows.size:
+                 "file(s)" % (num, num_trials, num_tar, num - num_tar, len(score_rxs)))
+    if num_tar == 0 or num_tar == num:
         raise KaldiError("Calibration needs both target and non-target trials with scores; "
-                         "got %d target and %d non-target" % (num_tar, rows.size - num_tar))
+                         "got %d target and %d non-target" % (num_tar, num - num_tar))
     cls = LinearCalibration if len(score_rxs) == 1 else LinearFusion
     model = cls(prior=opts.prior, regularization=opts.regularization,
                 max_iter=opts.max_iters).fit(scores, labels)

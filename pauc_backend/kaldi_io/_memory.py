@@ -35,3 +35,27 @@ def fresh_array(shape, dtype):
     mm = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE)
     populate(mm, 0, size)
     return np.frombuffer(mm, dtype=dtype, count=count).reshape(shape)
+
+
+class GrowingArray:
+    """A 1-D array appended to chunk by chunk in its own anonymous mapping, grown by mremap
+    (``mmap.resize``): no list of chunks and no final copy, and pages past the end are never
+    touched, so the memory is the data itself. ``array()`` is the result (a view)."""
+
+    def __init__(self, dtype, capacity=1 << 16):
+        self.dtype = np.dtype(dtype)
+        self.size = 0
+        self._mm = mmap.mmap(-1, max(capacity * self.dtype.itemsize, mmap.PAGESIZE),
+                             flags=mmap.MAP_PRIVATE)
+
+    def append(self, values):
+        values = np.ascontiguousarray(values, dtype=self.dtype)
+        start = self.size * self.dtype.itemsize
+        end = start + values.nbytes
+        if end > len(self._mm):
+            self._mm.resize(max(end, 2 * len(self._mm)))
+        self._mm[start:end] = values.view(np.uint8).data
+        self.size += values.size
+
+    def array(self):
+        return np.frombuffer(self._mm, dtype=self.dtype, count=self.size)

@@ -208,6 +208,30 @@ def read_all(rx):
     return _map_file(what), 0
 
 
+def iter_line_chunks(rx, chunk_bytes=_CHUNK, count_lines=True):
+    """An rxfilename read in pieces of about ``chunk_bytes`` that end at a newline (the last may
+    not): yields ``(piece, number of its first line)`` (None without ``count_lines``). Memory
+    does not grow with the input; a failing input pipe is an error once read to its end."""
+    with open_input(rx) as stream:
+        carry = b""
+        line = 1 if count_lines else None
+        while True:
+            block = stream.read(chunk_bytes)
+            if not block:
+                break
+            data = carry + block if carry else block
+            cut = data.rfind(b"\n") + 1
+            if cut == 0:                  # a line longer than a chunk: read on
+                carry = data
+                continue
+            piece, carry = data[:cut], data[cut:]
+            yield piece, line
+            if count_lines:
+                line += piece.count(b"\n")
+        if carry:
+            yield carry, line
+
+
 class _PipeInput:
     def __init__(self, command):
         self.command = command

@@ -30,6 +30,23 @@ def _chunks(raw):
         start = end
 
 
+def _simple_bounds(codes):
+    """(starts, ends, line ends) when every byte <= 32 is a lone space or newline between tokens
+    and the text ends with a newline (the usual file): one comparison finds them all. None
+    otherwise."""
+    if codes.size < 2 or codes[-1] != 10 or codes[0] <= 32:
+        return None
+    cuts = np.flatnonzero(codes <= 32)
+    kinds = codes[cuts]
+    newline = kinds == 10
+    if not (newline | (kinds == 32)).all() or not (cuts[1:] - cuts[:-1] > 1).all():
+        return None
+    starts = np.empty_like(cuts)
+    starts[0] = 0
+    starts[1:] = cuts[:-1] + 1
+    return starts, cuts, cuts[newline]
+
+
 def _token_bounds(codes):
     """Start and end offsets of the whitespace-separated tokens of a uint8 array."""
     if codes.size == 0:
@@ -71,12 +88,61 @@ def _gather_str(codes, starts, ends, as_str=True):
 
 
 def _bad_line(piece, first_line, counts, expected, rx, what):
-    bad = int(np.flatnonzero(counts != expected)[0])
+    allowed = (expected,) if isinstance(expected, int) else tuple(expected)
+    bad = int(np.flatnonzero(~np.isin(counts, allowed))[0])
     line = piece.split(b"\n")[bad]
     return KaldiError("Bad line %d in %s %s: expected %s fields (%s), got %d: %r" % (
-        first_line + bad, what, streams.printable(rx),
-        expected if isinstance(expected, int) else " or ".join(map(str, expected)),
-        _FIELD_HELP[what], int(counts[bad]), line[:200].decode(errors="replace")))
+        first_line + bad, what, streams.printable(rx), " or ".join(map(str, allowed)),
+        _FIELD_HELP.get(what, "key1 key2 value"), int(counts[bad]),
+        line[:200].decode(errors="replace")))
+
+
+def _check_text(piece, codes, first_line, rx, what):
+    """No NUL byte (numpy's byte strings would drop a trailing one: 'ev001\\0' is not 'ev001')
+    and valid UTF-8."""
+    nul = piece.find(b"\0")
+    if nul >= 0:
+        line = piece.count(b"\n", 0, nul)
+        raise KaldiError("Line %d of %s %s holds a NUL byte (byte %d of the line); keys and "
+                         "values must be text" % (first_line + line, what, streams.printable(rx),
+                                                  nul - (piece.rfind(b"\n", 0, nul) + 1)))
+    if (codes >= 128).any():
+        try:
+            piece.decode("utf-8")
+        except UnicodeDecodeError as err:
+            line = piece.count(b"\n", 0, err.start)
+            raise KaldiError("Line %d of %s is not valid UTF-8 (byte %d of the line)" % (
+                first_line + line, streams.printable(rx),
+                err.start - (piece.rfind(b"\n", 0, err.start) + 1))) from None
+
+
+def _scan_piece(piece, codes, first_line, allowed, num_fields, what, rx):
+    """Token bounds of each column of one piece (whole lines); ``num_fields`` None: the first
+    line decides (it must be one of ``allowed``). Returns (columns, num_fields)."""
+    simple = _simple_bounds(codes)
+    if simple is None:
+        starts, ends = _token_bounds(codes)
+        line_ends = _line_ends(codes)
+    else:
+        starts, ends, line_ends = simple
+    if num_fields is None:
+        num_fields = int(np.searchsorted(starts, line_ends[0])) if line_ends.size else 0
+        if num_fields not in allowed:
+            counts = np.diff(np.searchsorted(starts, line_ends), prepend=0)
+            raise _bad_line(piece, first_line, counts, allowed, rx, what)
+    lines = line_ends.size
+    ok = starts.size == num_fields * lines
+    if ok and lines:
+        previous = np.concatenate([[-1], line_ends[:-1]])
+        ok = bool((starts[0::num_fields] > previous).all()
+                  and (ends[num_fields - 1::num_fields] <= line_ends).all())
+    if not ok:
+        counts = np.diff(np.searchsorted(starts, line_ends), prepend=0)
+        raise _bad_line(piece, first_line, counts, num_fields, rx, what)
+    _check_text(piece, codes, first_line, rx, what)
+    columns = [(starts[i::num_fields], ends[i::num_fields] - starts[i::num_fields])
+               for i in range(num_fields)]
+    return columns, num_fields
 
 
 def _scan(raw, allowed, what, rx):
@@ -85,34 +151,74 @@ def _scan(raw, allowed, what, rx):
     num_fields = None
     for piece, first_line in _chunks(raw):
         codes = np.frombuffer(piece, np.uint8)
-        starts, ends = _token_bounds(codes)
-        line_ends = _line_ends(codes)
-        if num_fields is None:
-            num_fields = int(np.searchsorted(starts, line_ends[0])) if line_ends.size else 0
-            if num_fields not in allowed:
-                counts = np.diff(np.searchsorted(starts, line_ends), prepend=0)
-                raise _bad_line(piece, first_line, counts, allowed, rx, what)
-        lines = line_ends.size
-        ok = starts.size == num_fields * lines
-        if ok and lines:
-            previous = np.concatenate([[-1], line_ends[:-1]])
-            ok = bool((starts[0::num_fields] > previous).all()
-                      and (ends[num_fields - 1::num_fields] <= line_ends).all())
-        if not ok:
-            counts = np.diff(np.searchsorted(starts, line_ends), prepend=0)
-            raise _bad_line(piece, first_line, counts, num_fields, rx, what)
-        if (codes >= 128).any():
-            try:
-                piece.decode("utf-8")
-            except UnicodeDecodeError as err:
-                line = piece.count(b"\n", 0, err.start)
-                raise KaldiError("Line %d of %s is not valid UTF-8 (byte %d of the line)" % (
-                    first_line + line, streams.printable(rx),
-                    err.start - (piece.rfind(b"\n", 0, err.start) + 1))) from None
-        columns = [(starts[i::num_fields], ends[i::num_fields] - starts[i::num_fields])
-                   for i in range(num_fields)]
+        columns, num_fields = _scan_piece(piece, codes, first_line, allowed, num_fields, what,
+                                          rx)
         chunks.append((codes, columns))
     return num_fields, chunks
+
+
+class FieldChunk:
+    """Some whole lines of a line file, cut into fields: ``columns[i] = (starts, lengths)`` of
+    field i of every line in ``buf`` (the text with 16 zero bytes before and 48 after, as
+    ``numbers.parse_decimal_tokens`` wants); ``first_line`` numbers the first of them."""
+
+    FRONT, PAD = 16, 48
+
+    def __init__(self, rx, what, first_line, piece, columns):
+        self.rx, self.what, self.first_line = rx, what, first_line
+        self.buf = np.frombuffer(b"\0" * self.FRONT + piece + b"\0" * self.PAD, np.uint8)
+        self.columns = [(starts + self.FRONT, lengths) for starts, lengths in columns]
+        self.num_lines = columns[0][0].size if columns else 0
+
+    def tokens(self, index):
+        """Field ``index`` of every line as a numpy bytes ('S') array."""
+        starts, lengths = self.columns[index]
+        return _gather_str(self.buf, starts, starts + lengths, as_str=False)
+
+    def token(self, index, row):
+        start, length = self.columns[index][0][row], self.columns[index][1][row]
+        return bytes(self.buf[start:start + length]).decode("utf-8", "replace")
+
+    def floats(self, index):
+        """Field ``index`` as float64, as Python's ``float`` reads it; KaldiError naming the
+        line of the first field that is not a number."""
+        from pauc_backend.kaldi_io.numbers import parse_decimal_tokens
+        starts, lengths = self.columns[index]
+        values, ok = parse_decimal_tokens(self.buf, starts, lengths, double=True)
+        rest = np.flatnonzero(~ok)
+        if rest.size:
+            texts = _gather_str(self.buf, starts[rest], starts[rest] + lengths[rest], False)
+            try:
+                values[rest] = texts.astype(np.float64)
+            except ValueError:
+                for row, text in zip(rest.tolist(), texts.tolist()):
+                    try:
+                        float(text)
+                    except ValueError:
+                        raise KaldiError("Bad score '%s' on line %d of %s" % (
+                            text.decode(errors="replace"), self.first_line + row,
+                            streams.printable(self.rx))) from None
+                raise
+        return values
+
+
+def iter_fields(rx, allowed, what, chunk_bytes=None):
+    """A line file streamed as ``FieldChunk`` s of about ``chunk_bytes`` (default _CHUNK_BYTES).
+
+    Every line must have the same number of fields, one of ``allowed`` (the first line
+    decides); a bad line, a NUL byte or invalid UTF-8 is a KaldiError naming the file and line.
+    Memory does not grow with the file.
+    """
+    num_fields = None
+    first_line = 1
+    for piece, _ in streams.iter_line_chunks(rx, chunk_bytes or _CHUNK_BYTES, False):
+        codes = np.frombuffer(piece, np.uint8)
+        columns, num_fields = _scan_piece(piece, codes, first_line, allowed, num_fields, what,
+                                          rx)
+        chunk = FieldChunk(rx, what, first_line, piece, columns)
+        first_line += chunk.num_lines
+        if chunk.num_lines:
+            yield chunk
 
 
 def _fill_column(chunks, index, as_str):
@@ -200,10 +306,14 @@ def _as_list(keys):
 
 
 def format_scores(key1, key2, scores):
-    """``k1 k2 %.7g\n`` lines (bytes) of the float32-rounded scores, as ivector-plda-scoring."""
+    """``k1 k2 %.7g\n`` lines (bytes) of the float32-rounded scores, as ivector-plda-scoring.
+
+    Keys may be str or bytes (numpy 'U' or 'S' arrays, or lists)."""
     values = np.asarray(scores, dtype=np.float32).astype(np.float64).tolist()
-    return "".join(map("%s %s %.7g\n".__mod__,
-                       zip(_as_list(key1), _as_list(key2), values))).encode("utf-8")
+    key1, key2 = _as_list(key1), _as_list(key2)
+    if key1 and isinstance(key1[0], bytes):
+        return b"".join(map(b"%s %s %.7g\n".__mod__, zip(key1, key2, values)))
+    return "".join(map("%s %s %.7g\n".__mod__, zip(key1, key2, values))).encode("utf-8")
 
 
 def write_scores(wxfilename, key1, key2, scores):

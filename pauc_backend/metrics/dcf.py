@@ -54,8 +54,11 @@ def target_positions(tar_sorted, non_sorted, scores=None, is_target=None, shared
         high = np.searchsorted(non_sorted, tar_sorted, side="right")
         shared = np.unique(tar_sorted[high > positions - np.arange(tar_sorted.size)])
     if shared.size:
-        near = np.flatnonzero((scores >= shared[0]) & (scores <= shared[-1]))
-        chosen = near[_members(scores[near], shared)]
+        # the trials holding a shared value, found in slices (no n-sized index arrays)
+        step = 1 << 22
+        chosen = np.concatenate([start + np.flatnonzero(_members(scores[start:start + step],
+                                                                  shared))
+                                 for start in range(0, scores.size, step)])
         order = np.argsort(scores[chosen], kind="stable")
         values = scores[chosen][order]
         start = (np.searchsorted(tar_sorted, values, side="left")

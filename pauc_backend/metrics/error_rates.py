@@ -28,20 +28,21 @@ __all__ = ["eer", "kaldi_eer_sorted", "rocch_eer_from_hull"]
 
 def kaldi_eer_sorted(tar_sorted, non_sorted):
     """``(eer, threshold)`` of ``ComputeEer`` for ascending float32 target/non-target arrays."""
-    tar = np.asarray(tar_sorted, dtype=np.float32)
-    non = np.asarray(non_sorted, dtype=np.float32)
-    num_tar, num_non = tar.size, non.size
+    num_tar, num_non = tar_sorted.size, non_sorted.size
     position = num_tar - 1
     if num_tar > 1:
         p = np.arange(num_tar - 1, dtype=np.int64)
         # (ssize_t)(N * p * 1.0 / T): an exact integer product, one rounding to double, one
         # correctly rounded division, then truncation towards zero.
         nn = ((num_non * p).astype(np.float64) / float(num_tar)).astype(np.int64)
-        hit = non[np.maximum(num_non - 1 - nn, 0)] < tar[:-1]
+        # float32 of the few elements compared, not copies of the whole arrays (rounding is
+        # monotone, so they stay sorted)
+        hit = (np.asarray(non_sorted[np.maximum(num_non - 1 - nn, 0)], dtype=np.float32)
+               < np.asarray(tar_sorted[:-1], dtype=np.float32))
         if hit.any():
             position = int(np.argmax(hit))
     rate = np.float32(position * 1.0 / num_tar)
-    return float(rate), float(tar[position])
+    return float(rate), float(np.float32(tar_sorted[position]))
 
 
 def rocch_eer_from_hull(pmiss, pfa):

@@ -27,11 +27,28 @@ class TrialScores:
 
     @classmethod
     def from_trials(cls, scores, is_target):
-        """From a trial list in its own order; minDCF then breaks ties in that order."""
+        """From a trial list in its own order; minDCF then breaks ties in that order.
+
+        Memory: the two classes are copied once and sorted in place (8 bytes a trial for
+        float64 scores besides the caller's arrays); the unsorted classes (``llr`` metrics)
+        are taken from the trial list again when needed."""
         scores, is_target = check_labels(scores, is_target)
-        self = cls(scores[is_target], scores[~is_target])
+        self = cls.__new__(cls)
+        self.tar, self.non = scores[is_target], scores[~is_target]
+        self.tar.sort()
+        self.non.sort()
+        self._raw = None
         self._trials = (scores, is_target)
+        self._positions = None
         return self
+
+    @property
+    def raw(self):
+        """The target and non-target scores in their input order."""
+        if self._raw is None:
+            scores, is_target = self._trials
+            return scores[is_target], scores[~is_target]
+        return self._raw
 
     @property
     def num_tar(self):
@@ -44,8 +61,7 @@ class TrialScores:
     def eer(self, method="kaldi"):
         """``(eer, threshold)``; the threshold is None for ``method="rocch"``."""
         if method == "kaldi":
-            return error_rates.kaldi_eer_sorted(self.tar.astype(np.float32, copy=False),
-                                                self.non.astype(np.float32, copy=False))
+            return error_rates.kaldi_eer_sorted(self.tar, self.non)
         if method == "rocch":
             return error_rates.rocch_eer_from_hull(*self.rocch()), None
         raise ValueError("method must be 'kaldi' or 'rocch' (got %r)" % (method,))
@@ -105,7 +121,7 @@ class TrialScores:
         out["average_precision"] = self.average_precision()
         if llr:
             from pauc_backend.metrics import llr as llr_metrics
-            tar, non = self._raw
+            tar, non = self.raw
             out["act_dcf"] = [{"p_target": float(p), "act_dcf": float(value)} for p, value in
                               zip(p_targets, np.atleast_1d(llr_metrics.act_dcf(
                                   tar, non, list(p_targets), c_miss, c_fa)))]

@@ -320,16 +320,21 @@ def test_nan_in_a_vector_is_an_error_naming_it(golden, tmp_path):
     assert_failed_cleanly(proc, out, keys[17])
 
 
-def test_nothing_scored_exits_one(golden, tmp_path):
+def test_nothing_scored_is_one_error_and_keeps_the_old_output(golden, tmp_path):
+    # Kaldi exits 1 with no ERROR line and an empty scores file; issue 10 asks for one ERROR
+    # and an untouched output (the per-trial WARNING stays, as in Kaldi).
     trials = tmp_path / "trials"
     trials.write_text("nobody ev001-tst01\n")
     out = tmp_path / "scores"
+    out.write_text("old scores\n")
     proc = run_tool("score-plda-trials", "exp/plda", "ark:exp/enroll_final.ark",
                     "ark:exp/test_final.ark", trials, out, cwd=golden)
-    assert proc.returncode == 1
-    assert messages(proc.stderr, "score-plda-trials")[-2:] == [
-        "WARNING Key nobody not present in training iVectors.",
-        "LOG Processed 0 trials, 1 had errors."]
+    assert proc.returncode == 255
+    logged = messages(proc.stderr, "score-plda-trials")
+    assert "WARNING Key nobody not present in training iVectors." in logged
+    errors = [m for m in logged if m.startswith("ERROR")]
+    assert len(errors) == 1 and "None of the 1 trials" in errors[0]
+    assert out.read_text() == "old scores\n"
 
 
 def test_wrong_argument_count_prints_usage_and_exits_one(golden):

@@ -273,13 +273,17 @@ def test_cosine_scoring_skips_unknown_keys_with_warnings(golden, tmp_path):
     assert len(out.read_text().splitlines()) == 6
 
 
-def test_cosine_scoring_with_nothing_scored_exits_1(golden, tmp_path):
+def test_cosine_scoring_with_nothing_scored_is_one_error(golden, tmp_path):
+    # Kaldi exits 1 with no ERROR and an empty scores file; issue 10 asks for one ERROR line
+    # and no scores file written.
     trials = tmp_path / "trials"
     trials.write_text("nobody ev001-tst01\n")
     proc = run_tool("score-cosine-trials", trials, "ark:exp/enroll_final.ark",
                     "ark:exp/test_final.ark", tmp_path / "scores", cwd=golden)
-    assert proc.returncode == 1
-    assert messages(proc)[-1] == "Processed 0 trials, 1 had errors."
+    assert proc.returncode == 255
+    errors = [line for line in proc.stderr.decode().splitlines() if line.startswith("ERROR")]
+    assert len(errors) == 1 and "None of the 1 trials" in errors[0]
+    assert not (tmp_path / "scores").exists()
 
 
 def test_cosine_help_documents_normalize_option():

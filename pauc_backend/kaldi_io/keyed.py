@@ -1,0 +1,535 @@
+"""Keyed line files (``<key1> <key2> <value>``) mapped to integer ids, and the one join of them.
+
+Every tool that matches lines of two files by the key pair goes through here: compute-eer-pauc
+(scores with trials), train-calibration and apply-calibration (scores with trials and with other
+score files), plot-det-roc, and any later table of the same shape (e.g. a ``<key1> <key2>
+<partition>`` file). The scoring tools use ``KeyIndex`` alone to map trial keys to vector rows.
+
+Design (memory does not grow with the files beyond the arrays a caller keeps):
+
+- ``KeyIndex``: the keys of one column (key1 or key2), each mapped once to an integer id. A
+  ``KeySpace`` holds the two indices shared by every table of one join, so a pair is the
+  same ``(id1, id2)`` in all of them.
+- ``PairTable.read(rx, keys, kind)``: a file streamed in chunks and held as one sorted uint64
+  code per line (``id1 << 32 | id2``; with ``kind="label"`` the label is packed into the low
+  bit, 8 bytes a trial) plus the values (``"score"``: float64, ``"token"``: int32 ids of
+  ``value_index``). A pair listed twice is an error naming the file and both lines.
+- ``iter_join(log, base_rx, keys, tables)`` streams a base file (``<key1> <key2> <score>``) and
+  yields ``JoinedChunk`` s; ``join_columns`` collects them. Row order contract: rows come in the
+  base file's order, only those whose pair is in every table. For a scores file joined with a
+  trials file that is compute_min_dcf.py's order (the order minDCF ties are broken in). A
+  pair scored twice in the base is an error; base lines and table lines without a partner are
+  counted and reported in one WARNING each (with the first example), never one per line.
+
+Example, a partitions file joined with trials and scores::
+
+    keys = KeySpace()
+    trials = PairTable.read("data/trials", keys, "label", noun="trials")
+    parts = PairTable.read("data/partitions", keys, "token", noun="partition entries",
+                           what="partitions file")
+    scores, (labels, part_ids) = join_columns(log, "exp/scores", keys, [trials, parts])
+    names = parts.value_index.keys       # part_ids index this list (bytes)
+"""
+
+import itertools
+
+import numpy as np
+
+from pauc_backend.errors import KaldiError
+from pauc_backend.kaldi_io import _memory, streams
+from pauc_backend.kaldi_io.numbers import _LOW_BYTES, _words
+from pauc_backend.kaldi_io.trials import iter_fields
+
+__all__ = ["KeyIndex", "KeySpace", "PairTable", "JoinedChunk", "iter_join", "join_columns",
+           "table_key_index"]
+
+_MAX_ID1 = 1 << 30
+
+
+_PRIME = np.uint64(0x100000001B3)
+_SEED = np.uint64(0x9E3779B97F4A7C15)
+_MAX_WORDS = 6          # keys up to 48 bytes take the vectorised path (FieldChunk pads 48)
+
+
+def _token_words(buf, starts, lengths):
+    """(n, w) uint64: each token's bytes as little-endian 8-byte words, zero past its end."""
+    words = _words(buf)
+    width = max(1, -(-int(lengths.max()) // 8))
+    out = np.empty((starts.size, width), dtype=np.uint64)
+    for k in range(width):
+        out[:, k] = words[starts + 8 * k] & _LOW_BYTES[np.clip(lengths - 8 * k, 0, 8)]
+    return out
+
+
+def _hash_words(words):
+    """A 64-bit hash of each row of words; trailing zero words do not change it."""
+    code = np.full(words.shape[0], _SEED)
+    for k in range(words.shape[1]):
+        column = words[:, k]
+        mixed = (code ^ column) * _PRIME
+        mixed ^= mixed >> np.uint64(29)
+        code = mixed if k == 0 else np.where(column != 0, mixed, code)
+    return code
+
+
+class KeyIndex:
+    """Integer ids of the keys (bytes) of one column, in order of first appearance.
+
+    Lookups are vectorised: a token's bytes are read as 8-byte words, hashed, found by binary
+    search among the known hashes and verified word by word against the key's own words (a
+    hash collision falls back to a dict of the keys, so ids are always exact)."""
+
+    def __init__(self):
+        self.ids = {}
+        self.keys = []
+        self._words = np.zeros((0, 1), dtype=np.uint64)
+        self._sorted = np.zeros(0, dtype=np.uint64)
+        self._order = np.zeros(0, dtype=np.int64)
+
+    def __len__(self):
+        return len(self.keys)
+
+    def _add_keys(self, keys):
+        """Append new keys (bytes) and rebuild the hash search arrays."""
+        for key in keys:
+            self.ids[key] = len(self.keys)
+            self.keys.append(key)
+        width = max(1, max((-(-len(k) // 8) for k in self.keys), default=1))
+        words = np.zeros((len(self.keys), width), dtype=np.uint64)
+        for row, key in enumerate(self.keys[len(self._words):], len(self._words)):
+            padded = key + b"\0" * (8 * width - len(key))
+            words[row] = np.frombuffer(padded, dtype="<u8")
+        words[:len(self._words), :self._words.shape[1]] = self._words
+        self._words = words
+        codes = _hash_words(words)
+        self._order = np.argsort(codes, kind="stable")
+        self._sorted = codes[self._order]
+        self._distinct = bool((self._sorted[1:] != self._sorted[:-1]).all())
+
+    def lookup_chunk(self, chunk, index, add=False):
+        """Ids of field ``index`` of a FieldChunk (see ``lookup``), read from its buffer."""
+        if not hasattr(chunk, "buf"):
+            return self.lookup(chunk.tokens(index), add)
+        starts, lengths = chunk.columns[index]
+        if not starts.size or int(lengths.max()) > 8 * _MAX_WORDS:
+            return self.lookup(chunk.tokens(index), add)
+        words = _token_words(chunk.buf, starts, lengths)
+        heads = np.flatnonzero(np.concatenate(([True], (words[1:] != words[:-1]).any(axis=1))))
+        if heads.size < 0.5 * starts.size:     # runs of one key (sorted lists): look up once
+            ids = self.lookup_chunk(_Heads(chunk, index, heads), 0, add)
+            return np.repeat(ids, np.diff(np.append(heads, starts.size)))
+        ids = self._find(words)
+        if add and (ids < 0).any():
+            missing = np.flatnonzero(ids < 0)
+            _, first = np.unique(_hash_words(words[missing]), return_index=True)
+            new = []
+            for row in missing[np.sort(first)].tolist():
+                key = bytes(chunk.buf[starts[row]:starts[row] + lengths[row]])
+                if key in self.ids:          # same hash as a known key: use the dict
+                    return self.lookup(chunk.tokens(index), add)
+                new.append(key)
+            if len(set(new)) < len(new):     # two new keys share a hash
+                return self.lookup(chunk.tokens(index), add)
+            self._add_keys(new)
+            ids = self._find(words)
+        if ids is None:
+            return self.lookup(chunk.tokens(index), add)
+        return ids
+
+    def _find(self, words):
+        """Ids of rows of words (-1 if unknown); None if a hash collision needs the dict."""
+        codes = _hash_words(words)
+        if not self._sorted.size:
+            return np.full(codes.size, -1, dtype=np.int64)
+        at = np.minimum(np.searchsorted(self._sorted, codes), self._sorted.size - 1)
+        hit = self._sorted[at] == codes
+        ids = np.where(hit, self._order[at], -1)
+        rows = np.flatnonzero(hit)
+        width = min(words.shape[1], self._words.shape[1])
+        stored = self._words[ids[rows]]
+        same = (stored[:, :width] == words[rows, :width]).all(axis=1)
+        same &= (stored[:, width:] == 0).all(axis=1) & (words[rows, width:] == 0).all(axis=1)
+        if not same.all():
+            return None
+        return ids if self._distinct else None   # equal hashes among known keys: the dict
+
+    def lookup(self, tokens, add=False):
+        """int64 id of each token of a numpy bytes ('S') array; -1 for an unknown key (or a new
+        id with ``add``). A run of equal keys (sorted lists) is looked up once."""
+        count = len(tokens)
+        if count == 0:
+            return np.zeros(0, dtype=np.int64)
+        heads = np.flatnonzero(np.concatenate(([True], tokens[1:] != tokens[:-1])))
+        unique = tokens[heads].tolist() if heads.size < count else tokens.tolist()
+        if add:
+            new = [key for key in dict.fromkeys(unique) if key not in self.ids]
+            if new:
+                self._add_keys(new)
+        rows = np.fromiter(map(self.ids.get, unique, itertools.repeat(-1)), dtype=np.int64,
+                           count=len(unique))
+        if heads.size < count:
+            rows = np.repeat(rows, np.diff(np.append(heads, count)))
+        return rows
+
+    def text(self, key_id):
+        return self.keys[key_id].decode("utf-8", "replace")
+
+
+class _Heads:
+    """The first token of each run of field ``index`` of a FieldChunk, as a one-field chunk."""
+
+    def __init__(self, chunk, index, heads):
+        self.buf = chunk.buf
+        starts, lengths = chunk.columns[index]
+        self.columns = [(starts[heads], lengths[heads])]
+        self._chunk, self._index, self._heads = chunk, index, heads
+
+    def tokens(self, index):
+        return self._chunk.tokens(self._index)[self._heads]
+
+
+def table_key_index(keys):
+    """A KeyIndex whose ids are the positions of ``keys`` (str; distinct), e.g. the rows of a
+    vector table."""
+    index = KeyIndex()
+    index._add_keys([key.encode("utf-8") for key in keys])
+    return index
+
+
+class KeySpace:
+    """The key1 and key2 indices shared by the tables of one join."""
+
+    def __init__(self):
+        self.first, self.second = KeyIndex(), KeyIndex()
+
+    def codes(self, ids1, ids2):
+        return (ids1.astype(np.uint64) << np.uint64(32)) | ids2.astype(np.uint64)
+
+    def pair_text(self, code):
+        code = int(code)
+        return "%s %s" % (self.first.text(code >> 32), self.second.text(code & 0xFFFFFFFF))
+
+
+def _labels(chunk, index):
+    tokens = chunk.tokens(index)
+    is_target = tokens == b"target"
+    bad = np.flatnonzero(~is_target & (tokens != b"nontarget"))
+    if bad.size:
+        label = chunk.token(index, bad[0])
+        line = chunk.first_line + int(bad[0])
+        raise KaldiError("Bad label '%s' on line %d of %s %s (line %d: label '%s' is neither "
+                         "target nor nontarget)" % (label, line, chunk.what,
+                                                    streams.printable(chunk.rx), line, label))
+    return is_target.astype(np.uint64)
+
+
+def _lines_of(rx, what, pair, num_fields):
+    """Line numbers of ``pair`` (text) in a re-readable file (first two); [] for a pipe."""
+    if streams.classify_rxfilename(rx)[0] not in ("file", "offset"):
+        return []
+    key1, key2 = (key.encode("utf-8") for key in pair.split(" "))
+    found = []
+    for chunk in iter_fields(rx, (num_fields,), what):
+        hits = np.flatnonzero((chunk.tokens(0) == key1) & (chunk.tokens(1) == key2))
+        found += (chunk.first_line + hits).tolist()
+        if len(found) >= 2:
+            break
+    return found[:2]
+
+
+def _duplicate_error(pair, name, what, lines):
+    where = ("lines %d and %d" % tuple(lines)) if len(lines) == 2 else (
+        "line %d and an earlier line" % lines[0] if lines else "twice")
+    return KaldiError("Duplicate key pair '%s' in %s: Trial '%s' appears twice in %s %s (%s)"
+                      % (pair, streams.printable(name), pair, what, streams.printable(name),
+                         where))
+
+
+class PairTable:
+    """One row per (key1, key2) pair of a keyed file, sorted by pair code.
+
+    ``noun``/``singular`` name the rows in messages ("trials"/"trial"); ``values(rows)``
+    gives the value of table rows (bool labels, float64 scores or int32 token ids)."""
+
+    def __init__(self, name, keys, codes, values, kind, noun, singular, what, num_fields):
+        self.name, self.keys, self.kind = name, keys, kind
+        self.noun, self.singular, self.what = noun, singular, what
+        self._codes, self._values, self._num_fields = codes, values, num_fields
+        self.value_index = None
+
+    def __len__(self):
+        return self._codes.size
+
+    @property
+    def shift(self):
+        return np.uint64(1 if self.kind == "label" else 0)
+
+    @classmethod
+    def read(cls, rx, keys, kind="score", noun=None, singular=None, what=None):
+        """Stream ``rx`` into a table; ``kind``: "label" (target|nontarget), "score" (float)
+        or "token" (any word, mapped to ids of ``table.value_index``)."""
+        noun = noun or ("trials" if kind == "label" else "scores")
+        singular = singular or noun.rstrip("s")
+        what = what or ("trials file" if kind == "label" else "scores file")
+        value_index = KeyIndex() if kind == "token" else None
+        allowed = (2, 3) if kind == "label" else (3,)
+        codes = _memory.GrowingArray(np.uint64)
+        values = _memory.GrowingArray({"label": bool, "score": np.float64,
+                                       "token": np.int32}[kind])
+        for chunk in iter_fields(rx, allowed, what):
+            if len(chunk.columns) == 2:
+                raise KaldiError("Trials file %s has no target/nontarget column; evaluation and "
+                                 "calibration need labelled trials" % streams.printable(rx))
+            code = keys.codes(keys.first.lookup_chunk(chunk, 0, add=True),
+                              keys.second.lookup_chunk(chunk, 1, add=True))
+            if kind == "label":
+                codes.append((code << np.uint64(1)) | _labels(chunk, 2))
+            else:
+                codes.append(code)
+                values.append(chunk.floats(2) if kind == "score" else
+                              value_index.lookup(chunk.tokens(2), add=True).astype(np.int32))
+        if len(keys.first) >= _MAX_ID1:
+            raise KaldiError("Too many distinct first keys in %s (%d)" % (rx, len(keys.first)))
+        codes = codes.array()
+        if kind == "label":
+            codes.sort()
+            values = None
+        else:
+            values = values.array()
+            order = np.argsort(codes)
+            codes = codes[order]
+            values = values[order]
+            del order
+        table = cls(rx, keys, codes, values, kind, noun, singular, what, 3)
+        table.value_index = value_index
+        table._check_unique()
+        return table
+
+    @classmethod
+    def from_arrays(cls, name, keys, key1, key2, values, noun="scores", singular=None,
+                    what="scores file"):
+        """A score table from in-memory key arrays (str) and float values."""
+        ids1 = keys.first.lookup(_as_bytes(key1), add=True)
+        ids2 = keys.second.lookup(_as_bytes(key2), add=True)
+        codes = keys.codes(ids1, ids2)
+        order = np.argsort(codes, kind="stable")
+        table = cls(name, keys, codes[order], np.asarray(values, np.float64)[order], "score",
+                    noun, singular or noun.rstrip("s"), what, None)
+        table._arrays = (np.asarray(key1), np.asarray(key2))
+        table._check_unique()
+        return table
+
+    def pair_codes(self):
+        return self._codes >> self.shift
+
+    def pair_code(self, row):
+        return int(self._codes[row]) >> int(self.shift)
+
+    def _check_unique(self):
+        step = 1 << 22          # in slices: no second n-sized array
+        for start in range(0, max(len(self) - 1, 0), step):
+            pairs = self._codes[start:start + step + 1] >> self.shift
+            same = np.flatnonzero(pairs[1:] == pairs[:-1])
+            if same.size:
+                pair = self.keys.pair_text(pairs[same[0]])
+                raise _duplicate_error(pair, self.name, self.what, self.locate(pair))
+
+    def locate(self, pair):
+        """The line numbers of ``pair`` (first two), if the source can be read again."""
+        arrays = getattr(self, "_arrays", None)
+        if arrays is not None:
+            key1, key2 = pair.split(" ")
+            return (np.flatnonzero((arrays[0] == key1) & (arrays[1] == key2))[:2] + 1).tolist()
+        return _lines_of(self.name, self.what, pair, self._num_fields)
+
+    def find(self, pair_codes):
+        """Table row of each pair code (``KeySpace.codes``), -1 where the pair is absent."""
+        if not self._codes.size:
+            return np.full(pair_codes.size, -1, dtype=np.int64)
+        shift = self.shift
+        rows = np.searchsorted(self._codes, pair_codes << shift)
+        np.minimum(rows, self._codes.size - 1, out=rows)
+        return np.where((self._codes[rows] >> shift) == pair_codes, rows, -1)
+
+    def values(self, rows):
+        if self.kind == "label":
+            return (self._codes[rows] & np.uint64(1)).astype(bool)
+        return self._values[rows]
+
+
+def _as_bytes(keys):
+    keys = np.asarray(keys)
+    return keys if keys.dtype.kind == "S" else np.char.encode(keys.astype(np.str_), "utf-8")
+
+
+class JoinedChunk:
+    """Rows of one base chunk whose pair is in every table: ``rows`` (indices into the chunk,
+    ascending), ``base`` (their base values), ``values[t]`` (their values in table t),
+    ``ids1``/``ids2`` (their key ids in the KeySpace; None when there are no tables);
+    ``chunk`` is the FieldChunk (``chunk.tokens(0)[rows]`` are their key1s)."""
+
+    def __init__(self, chunk, rows, base, values, ids1=None, ids2=None):
+        self.chunk, self.rows, self.base, self.values = chunk, rows, base, values
+        self.ids1, self.ids2 = ids1, ids2
+
+
+class _ArrayChunk:
+    """In-memory key arrays dressed as a FieldChunk (one chunk, values float64)."""
+
+    def __init__(self, name, key1, key2, values):
+        self.rx, self.what, self.first_line = name, "scores file", 1
+        self._tokens = (_as_bytes(key1), _as_bytes(key2))
+        self._values = np.asarray(values, dtype=np.float64)
+        self.num_lines = len(self._values)
+
+    def tokens(self, index):
+        return self._tokens[index]
+
+    def token(self, index, row):
+        return self._tokens[index][row].decode("utf-8", "replace")
+
+    def floats(self, index):
+        return self._values
+
+
+def iter_join(log, base, keys, tables, base_noun="scores", base_what="scores file"):
+    """Stream the base (an rxfilename of ``<key1> <key2> <score>`` lines, or a tuple ``(name,
+    key1, key2, scores)`` of arrays) against in-memory ``tables`` sharing ``keys``.
+
+    Yields a JoinedChunk per chunk of the base, in base order. When the base is exhausted,
+    WARNs once per table about its rows no base line matched and once about base lines with
+    no row in it (the count and the first example), then stops.
+    """
+    if isinstance(base, tuple):
+        base_name = base[0]
+        chunks = iter([_ArrayChunk(*base)])
+    else:
+        base_name = base
+        chunks = iter_fields(base, (3,), base_what)
+    matched = [np.zeros(len(table), dtype=bool) for table in tables]
+    absent = [[0, None] for _ in tables]
+    total = 0
+    for chunk in chunks:
+        found_rows = []
+        keep = np.ones(chunk.num_lines, dtype=bool)
+        if tables:
+            ids1 = keys.first.lookup_chunk(chunk, 0)
+            ids2 = keys.second.lookup_chunk(chunk, 1)
+            known = (ids1 >= 0) & (ids2 >= 0)
+            codes = keys.codes(np.maximum(ids1, 0), np.maximum(ids2, 0))
+            keep &= known
+        for t, table in enumerate(tables):
+            rows = np.where(known, table.find(codes), -1)
+            hit = rows >= 0
+            _mark_matched(matched[t], rows[hit], chunk, np.flatnonzero(hit), keys, base_name,
+                          base_what)
+            missing = np.flatnonzero(~hit)
+            if missing.size:
+                if absent[t][1] is None:
+                    absent[t][1] = "%s %s" % (chunk.token(0, missing[0]),
+                                              chunk.token(1, missing[0]))
+                absent[t][0] += missing.size
+            keep &= hit
+            found_rows.append(rows)
+        total += chunk.num_lines
+        rows = np.flatnonzero(keep)
+        base_values = chunk.floats(2)[rows] if rows.size < chunk.num_lines else \
+            chunk.floats(2)
+        yield JoinedChunk(chunk, rows, base_values,
+                          [table.values(r[rows]) for table, r in zip(tables, found_rows)],
+                          *((ids1[rows], ids2[rows]) if tables else ()))
+    for t, table in enumerate(tables):
+        unmatched = np.flatnonzero(~matched[t])
+        if unmatched.size:
+            example = keys.pair_text(table.pair_code(unmatched[0]))
+            log.warning(_unmatched(unmatched.size, len(table), table, base_name, base_noun,
+                                   example))
+        if absent[t][0]:
+            log.warning(_unmatched(absent[t][0], total, _Side(base_noun, base_name),
+                                   table.name, table.singular, absent[t][1]))
+
+
+class _Side:
+    def __init__(self, noun, name):
+        self.noun, self.name = noun, name
+
+
+def _unmatched(count, total, side, other_name, other_singular, example):
+    other_singular = other_singular.rstrip("s")
+    if side.noun == "scores":
+        return "%d scores in %s have no %s in %s (e.g. '%s'); ignoring them." % (
+            count, streams.printable(side.name), other_singular, streams.printable(other_name),
+            example)
+    return "%d of %d %s in %s have no %s in %s (e.g. '%s'); leaving them out." % (
+        count, total, side.noun, streams.printable(side.name), other_singular,
+        streams.printable(other_name), example)
+
+
+def _mark_matched(matched, rows, chunk, lines, keys, base_name, base_what):
+    """Mark table rows matched by base lines; a row matched twice is a pair listed twice."""
+    if not rows.size:
+        return
+    if not matched[rows].any():
+        increasing = rows[1:] > rows[:-1]          # sorted files: rows come in order
+        if increasing.all() or (np.diff(np.sort(rows)) > 0).all():
+            matched[rows] = True
+            return
+    seen = set()
+    for line, row in zip(lines.tolist(), rows.tolist()):
+        if matched[row] or row in seen:
+            pair = "%s %s" % (chunk.token(0, line), chunk.token(1, line))
+            if isinstance(chunk, _ArrayChunk):
+                same = ((chunk.tokens(0) == chunk.tokens(0)[line])
+                        & (chunk.tokens(1) == chunk.tokens(1)[line]))
+                earlier = [int(np.flatnonzero(same)[0]) + 1]
+            else:
+                earlier = [n for n in _lines_of(base_name, base_what, pair, 3)
+                           if n < chunk.first_line + line][:1]
+            raise _duplicate_error(pair, base_name, base_what,
+                                   earlier + [chunk.first_line + line])
+        seen.add(row)
+
+
+def join_columns(log, base, keys, tables, key_ids=False, **names):
+    """``iter_join`` collected: (base values float64, [values of each table]) of the kept rows,
+    in base order; about 8 bytes a row plus each table's value (1 for a label). With
+    ``key_ids`` a third item ``(ids1, ids2)`` (int32 key ids in ``keys``, 8 more bytes a row)."""
+    base_values = _memory.GrowingArray(np.float64)
+    columns = [_memory.GrowingArray(_dtype_of(table)) for table in tables]
+    id_columns = [_memory.GrowingArray(np.int32) for _ in range(2 if key_ids else 0)]
+    for joined in iter_join(log, base, keys, tables, **names):
+        base_values.append(joined.base)
+        for column, values in zip(columns, joined.values):
+            column.append(values)
+        for column, ids in zip(id_columns, (joined.ids1, joined.ids2)):
+            column.append(ids)
+    result = base_values.array(), [column.array() for column in columns]
+    if key_ids:
+        result += (tuple(column.array() for column in id_columns),)
+    return result
+
+
+def _dtype_of(table):
+    return {"label": bool, "score": np.float64, "token": np.int32}[table.kind]
+
+
+def read_labelled_trials(trials_rx, keys):
+    """The ``<key1> <key2> target|nontarget`` trials of ``trials_rx`` as a label PairTable;
+    KaldiError if the file is empty, unlabelled, or lists a pair twice."""
+    trials = PairTable.read(trials_rx, keys, "label")
+    if not len(trials):
+        raise KaldiError("Empty trials file %s" % streams.printable(trials_rx))
+    return trials
+
+
+def keyed_score_labels(log, scores_rx, trials, key_ids=False):
+    """compute_min_dcf.py's inputs joined by key: ``(scores float64, is_target)`` of the scored
+    trials in the scores file's order (its tie order), and with ``key_ids`` their ``(ids1,
+    ids2)`` in ``trials.keys``. Scores with no trial and trials with no score are WARNed about
+    once each; KaldiError if no score belongs to a trial."""
+    scores, (is_target,), *ids = join_columns(log, scores_rx, trials.keys, [trials],
+                                              key_ids=key_ids)
+    if scores.size == 0:
+        raise KaldiError("No score in %s belongs to a trial in %s" % (
+            streams.printable(scores_rx), streams.printable(trials.name)))
+    return (scores, is_target) + tuple(ids)

@@ -1,0 +1,136 @@
+"""Issue 10's trial-related bad inputs: one ERROR naming the file and line, non-zero exit,
+existing outputs untouched, never thousands of warnings."""
+
+import re
+
+import pytest
+from conftest import run_tool
+
+HEADER = re.compile(r"^(LOG|WARNING|ERROR) \(([^\[\s]+)\[[^\]]*\]:\S*\) (.*)$")
+
+
+def lines_of(proc, level):
+    return [m.group(3) for m in map(HEADER.match, proc.stderr.decode().splitlines())
+            if m and m.group(1) == level]
+
+
+def one_error(proc):
+    errors = lines_of(proc, "ERROR")
+    assert proc.returncode != 0 and len(errors) == 1, proc.stderr.decode()[-3000:]
+    assert "Traceback" not in proc.stderr.decode()
+    return errors[0]
+
+
+@pytest.fixture
+def old_output(tmp_path):
+    out = tmp_path / "out"
+    out.write_text("precious\n")
+    return out
+
+
+def scores_for(golden, tmp_path):
+    path = tmp_path / "scores"
+    path.write_bytes((golden / "scores/plda_numutts").read_bytes())
+    return path
+
+
+@pytest.mark.parametrize("first, fields", [("ev001\n", 1), ("ev001 a b c\n", 4),
+                                           ("ev001 a target x y\n", 5)])
+def test_wrong_field_count_on_the_first_line_names_file_and_line(golden, tmp_path, old_output,
+                                                                 first, fields):
+    trials = tmp_path / "trials"
+    trials.write_text(first + "ev001 ev001-tst01 target\nev001 ev002-tst01 nontarget\n" * 3)
+    for proc in (run_tool("compute-eer-pauc", scores_for(golden, tmp_path), trials),
+                 run_tool("score-cosine-trials", trials, "ark:exp/enroll_final.ark",
+                          "ark:exp/test_final.ark", old_output, cwd=golden)):
+        error = one_error(proc)
+        assert re.search(r"Bad line 1 in trials file \S*trials: expected 2 or 3 fields .*got %d"
+                         % fields, error), error
+    assert old_output.read_text() == "precious\n"
+
+
+def test_nul_bytes_in_keys_and_scores_are_errors_not_silent_matches(golden, tmp_path):
+    trials = tmp_path / "trials"
+    trials.write_bytes(b"ev001 ev001-tst01 target\nev001\0 ev002-tst01 nontarget\n")
+    error = one_error(run_tool("compute-eer-pauc", scores_for(golden, tmp_path), trials))
+    assert "Line 2 of trials file" in error and "NUL" in error
+    scores = tmp_path / "s"
+    scores.write_bytes(b"ev001 ev001-tst01 1.5\nev001 ev002-tst01 0.5\0\n")
+    trials.write_bytes(b"ev001 ev001-tst01 target\nev001 ev002-tst01 nontarget\n")
+    error = one_error(run_tool("compute-eer-pauc", scores, trials))
+    assert "Line 2 of scores file" in error and "NUL" in error
+    proc = run_tool("compute-eer-pauc", "-", input=b"1.5 target\n0.5\0 nontarget\n")
+    assert "first field must be float" in one_error(proc)
+    proc = run_tool("score-plda-trials", "exp/plda", "ark:exp/enroll_final.ark",
+                    "ark:exp/test_final.ark", trials, tmp_path / "out", cwd=golden)
+    assert proc.returncode == 0
+    trials.write_bytes(b"ev001 ev001-tst01\0\n")
+    error = one_error(run_tool("score-plda-trials", "exp/plda", "ark:exp/enroll_final.ark",
+                               "ark:exp/test_final.ark", trials, tmp_path / "out", cwd=golden))
+    assert "NUL" in error
+
+
+@pytest.mark.parametrize("case", ["empty trials", "no known key", "empty scores"])
+def test_empty_or_unknown_input_is_one_error_and_outputs_stay(golden, tmp_path, old_output,
+                                                              case):
+    trials = tmp_path / "trials"
+    scores = scores_for(golden, tmp_path)
+    trials.write_text({"empty trials": "", "no known key": "nobody nothing target\n",
+                       "empty scores": "ev001 ev001-tst01 target\n"}[case])
+    if case == "empty scores":
+        scores.write_text("")
+    procs = [run_tool("compute-eer-pauc", scores, trials),
+             run_tool("train-calibration", trials, scores, old_output)]
+    if case != "empty scores":
+        procs.append(run_tool("score-cosine-trials", trials, "ark:exp/enroll_final.ark",
+                              "ark:exp/test_final.ark", old_output, cwd=golden))
+        procs.append(run_tool("score-plda-trials", "exp/plda", "ark:exp/enroll_final.ark",
+                              "ark:exp/test_final.ark", trials, old_output, cwd=golden))
+    for proc in procs:
+        one_error(proc)
+    assert old_output.read_text() == "precious\n"
+
+
+def test_apply_calibration_on_empty_scores_keeps_the_old_output(golden, tmp_path, old_output):
+    scores = scores_for(golden, tmp_path)
+    run_tool("train-calibration", golden / "data/trials", scores, tmp_path / "cal",
+             check=True)
+    empty = tmp_path / "empty"
+    empty.write_text("")
+    one_error(run_tool("apply-calibration", tmp_path / "cal", empty, old_output))
+    assert old_output.read_text() == "precious\n"
+
+
+def test_swapped_tables_stop_early_with_one_error(golden, old_output):
+    proc = run_tool("score-cosine-trials", "data/trials", "ark:exp/test_final.ark",
+                    "ark:exp/enroll_final.ark", old_output, cwd=golden)
+    error = one_error(proc)
+    assert "swapped" in error
+    assert len(lines_of(proc, "WARNING")) <= 21
+    assert old_output.read_text() == "precious\n"
+
+
+def test_utterance_keys_where_speakers_are_expected_say_so(golden, tmp_path, old_output):
+    trials = tmp_path / "trials"
+    trials.write_text("".join(line.replace("ev", "utt-ev", 1) + "\n" for line in
+                              (golden / "data/trials").read_text().splitlines()))
+    error = one_error(run_tool("score-plda-trials", "exp/plda", "ark:exp/enroll_final.ark",
+                               "ark:exp/test_final.ark", trials, old_output, cwd=golden))
+    assert "0% of its first keys (e.g. utt-ev" in error and "wrong kind" in error
+    assert old_output.read_text() == "precious\n"
+
+
+def test_a_few_unknown_keys_keep_kaldis_warnings_and_many_are_capped(golden, tmp_path):
+    lines = (golden / "data/trials").read_text().splitlines()
+    for i in range(0, 3000, 30):                   # 100 unknown test keys among 16000 trials
+        lines[i] = lines[i].split()[0] + " lost%d target" % i
+    trials = tmp_path / "trials"
+    trials.write_text("\n".join(lines) + "\n")
+    proc = run_tool("score-plda-trials", "exp/plda", "ark:exp/enroll_final.ark",
+                    "ark:exp/test_final.ark", trials, tmp_path / "out", cwd=golden)
+    assert proc.returncode == 0, proc.stderr.decode()
+    warnings = lines_of(proc, "WARNING")
+    assert warnings[:20] == ["Key lost%d not present in test iVectors." % i
+                             for i in range(0, 600, 30)]
+    assert warnings[20:] == ["80 more trials had an unknown key (only the first 20 are shown)"]
+    assert lines_of(proc, "LOG")[-1] == "Processed 15900 trials, 100 had errors."
