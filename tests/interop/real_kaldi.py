@@ -246,3 +246,27 @@ def kaldi_pipeline(c, root):
           "ark:kaldi/test_unit.ark", "kaldi/scores_dot")
     c.kaldi = k
     return k
+
+
+def install_egs_scripts(egs, root):
+    """Kaldi's utils/ and sid/ into a miniature egs directory, as in a Kaldi checkout.
+
+    The kit stores Kaldi's symbolic links (utils/run.pl -> parallel/run.pl, queue.pl, ...) as
+    small text files holding the link target; they are made links again here.
+    """
+    import shutil
+    for name in ("utils", "sid"):
+        target = Path(egs) / name
+        shutil.copytree(root / name, target)
+        for path in list(target.rglob("*")):
+            if path.is_file() and path.stat().st_size < 200:
+                try:
+                    link = path.read_text().strip()
+                except UnicodeDecodeError:
+                    continue
+                if link and "\n" not in link and (path.parent / link).is_file():
+                    path.unlink()
+                    path.symlink_to(link)
+        for path in target.rglob("*"):
+            if path.is_file() and not path.is_symlink():
+                path.chmod(path.stat().st_mode | 0o200)  # writable, so tmp dirs can be removed
