@@ -78,7 +78,8 @@ num_utts=ark:$enroll/num_utts.ark
 # egs/sre16/v2 makes exp/scores/sre16_eval_tgl_scores with utils/filter_scp.pl; here filtered on
 # both keys): sid/compute_min_dcf.py fails on a score whose trial is not in its list.
 report() {
-  local label=$1 scores=$2 name trials subset eer_line= dcf_line= pauc_line= eer mindcf1 mindcf2 pauc
+  local label=$1 scores=$2 name trials subset eer mindcf1 mindcf2 pauc
+  local eer_line= dcf_line= pauc_line=
   for name in Pooled:$sre16_trials Tagalog:$sre16_trials_tgl Cantonese:$sre16_trials_yue; do
     trials=${name#*:}
     [ -f "$trials" ] || continue
