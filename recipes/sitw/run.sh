@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The paper's back-ends on Kaldi's egs/sitw/v2, after x-vector extraction (its stage 9).
 #
-# Usage: run.sh [options] [<egs-dir>]      (default <egs-dir>: the current directory)
-#   e.g. cd kaldi/egs/sitw/v2 && /path/to/pauc-backend/recipes/sitw/run.sh --nj 8
+# Usage: run.sh [options] <egs-dir>        (no default: "." for the current directory)
+#   e.g. cd kaldi/egs/sitw/v2 && /path/to/pauc-backend/recipes/sitw/run.sh --nj 8 .
 #   or   /path/to/pauc-backend/recipes/sitw/run.sh --nj 8 kaldi/egs/sitw/v2
 #   or, to keep it in the egs directory, a symbolic link (not a copy: it finds its helpers in
 #   recipes/common through the link): ln -s /path/to/pauc-backend/recipes/sitw/run.sh run_pauc.sh
+#   and ./run_pauc.sh --nj 8 .
 #
 # It reads the recipe's own files ($nnet_dir/xvectors_{train_combined_200k,sitw_dev_enroll,
 # sitw_dev_test,sitw_eval_enroll,sitw_eval_test}/xvector.scp, data/train_combined_200k/
@@ -35,7 +36,7 @@ lda_dim=128         # as egs/sitw/v2
 nnet_dir=exp/xvector_nnet_1a
 losses="pauc triplet"
 metric_opts=        # extra options for train-pauc-metric
-help_message="Usage: $0 [options] [<egs-dir>]
+help_message="Usage: $0 [options] <egs-dir>      (e.g. . for the current directory)
   --stage N          first stage (10..15; default $stage)
   --stop-stage N     last stage
   --use-kaldi B      auto|true|false: Kaldi's binaries for the baseline stages (default $use_kaldi)
@@ -49,11 +50,12 @@ if [ -f "$script_dir/../common/utils/parse_options.sh" ]; then
 else
   . utils/parse_options.sh || exit 1   # Kaldi's, when this script sits in the egs directory
 fi
-if [ $# -gt 1 ]; then
+# The egs directory is required: a run in the wrong directory would create exp/ there.
+if [ $# -ne 1 ]; then
   printf '%s\n' "$help_message" >&2
   exit 1
 fi
-cd "${1:-.}" || exit 1
+cd "$1" || exit 1
 [ -f ./cmd.sh ] && { . ./cmd.sh || exit 1; }
 [ -f ./path.sh ] && { . ./path.sh || exit 1; }
 . "$script_dir/../common/utils/setup_env.sh" || exit 1
@@ -122,7 +124,8 @@ for task in dev eval; do
   [ $task = dev ] && this_stage=11 || this_stage=12
   if [ $stage -le $this_stage ] && [ $stop_stage -ge $this_stage ]; then
     split=$scores_dir/split$nj/sitw_${task}_core
-    split_trials $(trials_of $task) $split || exit 1
+    split_trials $(trials_of $task) $split $nnet_dir/xvectors_sitw_${task}_enroll/num_utts.ark \
+      $nnet_dir/xvectors_sitw_${task}_test/xvector.scp || exit 1
     $train_cmd JOB=1:$nj $scores_dir/log/sitw_${task}_core_scoring.JOB.log \
       $plda_scoring --normalize-length=true \
       --num-utts=ark:$nnet_dir/xvectors_sitw_${task}_enroll/num_utts.ark \
@@ -152,7 +155,8 @@ for prep in $preps; do for loss in $losses; do new_systems+=" ${loss}_$prep"; do
 if [ $stage -le 14 ] && [ $stop_stage -ge 14 ]; then
   for task in dev eval; do
     split=$scores_dir/split$nj/sitw_${task}_core
-    split_trials $(trials_of $task) $split || exit 1
+    split_trials $(trials_of $task) $split $nnet_dir/xvectors_sitw_${task}_enroll/num_utts.ark \
+      $nnet_dir/xvectors_sitw_${task}_test/xvector.scp || exit 1
     num_utts=--num-utts=ark:$nnet_dir/xvectors_sitw_${task}_enroll/num_utts.ark
     for system in $new_systems; do
       if [ $system = cosine ]; then

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The paper's back-ends on Kaldi's egs/sre16/v2, after x-vector extraction (its stage 7).
 #
-# Usage: run.sh [options] [<egs-dir>]      (default <egs-dir>: the current directory)
-#   e.g. cd kaldi/egs/sre16/v2 && /path/to/pauc-backend/recipes/sre16/run.sh --nj 8
+# Usage: run.sh [options] <egs-dir>        (no default: "." for the current directory)
+#   e.g. cd kaldi/egs/sre16/v2 && /path/to/pauc-backend/recipes/sre16/run.sh --nj 8 .
 #   or   /path/to/pauc-backend/recipes/sre16/run.sh --nj 8 kaldi/egs/sre16/v2
 #   or, to keep it in the egs directory, a symbolic link (not a copy: it finds its helpers in
 #   recipes/common through the link): ln -s /path/to/pauc-backend/recipes/sre16/run.sh run_pauc.sh
+#   and ./run_pauc.sh --nj 8 .
 #
 # It reads the recipe's own files (exp/xvectors_{sre_combined,sre16_major,sre16_eval_enroll,
 # sre16_eval_test}/xvector.scp, data/sre_combined/{spk2utt,utt2spk},
@@ -38,7 +39,7 @@ lda_dim=150         # as egs/sre16/v2
 losses="pauc triplet"
 metric_opts=        # extra options for train-pauc-metric, e.g. "--num-iters=200"
 partitions=         # <enroll> <test> <partition> file for the equalised Cprimary (default: language)
-help_message="Usage: $0 [options] [<egs-dir>]
+help_message="Usage: $0 [options] <egs-dir>      (e.g. . for the current directory)
   --stage N          first stage (8..12; default $stage)
   --stop-stage N     last stage
   --use-kaldi B      auto|true|false: Kaldi's binaries for the baseline stages (default $use_kaldi)
@@ -53,11 +54,12 @@ if [ -f "$script_dir/../common/utils/parse_options.sh" ]; then
 else
   . utils/parse_options.sh || exit 1   # Kaldi's, when this script sits in the egs directory
 fi
-if [ $# -gt 1 ]; then
+# The egs directory is required: a run in the wrong directory would create exp/ there.
+if [ $# -ne 1 ]; then
   printf '%s\n' "$help_message" >&2
   exit 1
 fi
-cd "${1:-.}" || exit 1
+cd "$1" || exit 1
 [ -f ./cmd.sh ] && { . ./cmd.sh || exit 1; }
 [ -f ./path.sh ] && { . ./path.sh || exit 1; }
 . "$script_dir/../common/utils/setup_env.sh" || exit 1
@@ -97,19 +99,31 @@ c_primary() {
     python3 -c 'import json, sys; print("%.4f" % json.load(sys.stdin)["c_primary"])'
 }
 
-# report <label> <scores>: EER, minDCF, pAUC and Cprimary, pooled and per language, as Kaldi
-# echoes EER.
+# report <label> <scores>: EER, minDCF, pAUC and equalised Cprimary, pooled and per language,
+# as Kaldi echoes EER.
+# A language's figures come from its own scores file, the pooled scores of its trials (as
+# egs/sre16/v2 makes exp/scores/sre16_eval_tgl_scores with utils/filter_scp.pl; here filtered on
+# both keys): sid/compute_min_dcf.py fails on a score whose trial is not in its list.
 report() {
-  local label=$1 scores=$2 name eer_line= dcf_line= pauc_line= cp_line= eer mindcf1 mindcf2 pauc cp
+  local label=$1 scores=$2 name trials subset eer mindcf1 mindcf2 pauc
+  local eer_line= dcf_line= pauc_line= cp_line= cp
   for name in Pooled:$sre16_trials Tagalog:$sre16_trials_tgl Cantonese:$sre16_trials_yue; do
-    [ -f "${name#*:}" ] || continue
-    read -r eer mindcf1 mindcf2 pauc <<< "$(evaluate $scores ${name#*:})" || return 1
+    trials=${name#*:}
+    [ -f "$trials" ] || continue
+    subset=$scores
+    if [ "$trials" != "$sre16_trials" ]; then
+      subset=${scores/sre16_eval_scores/sre16_eval_${trials##*_}_scores}
+      [ "$subset" != "$scores" ] || subset=$scores.${trials##*_}
+      awk 'NR == FNR { keep[$1 " " $2]; next } ($1 " " $2) in keep' "$trials" "$scores" \
+        > "$subset" || return 1
+    fi
+    read -r eer mindcf1 mindcf2 pauc <<< "$(evaluate $subset $trials)" || return 1
     [ -n "$pauc" ] || return 1
     eer_line+="${eer_line:+, }${name%%:*} $eer%"
     dcf_line+="${dcf_line:+, }${name%%:*} $mindcf1"
     pauc_line+="${pauc_line:+, }${name%%:*} $pauc"
     if [ -n "$(partitions_file)" ]; then
-      cp=$(c_primary $scores ${name#*:}) && [ -n "$cp" ] || return 1
+      cp=$(c_primary $subset $trials) && [ -n "$cp" ] || return 1
       cp_line+="${cp_line:+, }${name%%:*} $cp"
     fi
   done
@@ -152,7 +166,8 @@ if [ $stage -le 8 ] && [ $stop_stage -ge 8 ]; then
 fi
 
 if [ $stage -le 9 ] && [ $stop_stage -ge 9 ]; then
-  split_trials $sre16_trials exp/scores/split$nj/sre16_eval || exit 1
+  split_trials $sre16_trials exp/scores/split$nj/sre16_eval $enroll/num_utts.ark \
+    $test/xvector.scp || exit 1
   $train_cmd JOB=1:$nj exp/scores/log/sre16_eval_scoring.JOB.log \
     $plda_scoring --normalize-length=true \
     --num-utts=$num_utts \
@@ -165,7 +180,8 @@ if [ $stage -le 9 ] && [ $stop_stage -ge 9 ]; then
 fi
 
 if [ $stage -le 10 ] && [ $stop_stage -ge 10 ]; then
-  split_trials $sre16_trials exp/scores/split$nj/sre16_eval || exit 1
+  split_trials $sre16_trials exp/scores/split$nj/sre16_eval $enroll/num_utts.ark \
+    $test/xvector.scp || exit 1
   $train_cmd JOB=1:$nj exp/scores/log/sre16_eval_scoring_adapt.JOB.log \
     $plda_scoring --normalize-length=true \
     --num-utts=$num_utts \
@@ -202,7 +218,8 @@ if [ $stage -le 11 ] && [ $stop_stage -ge 11 ]; then
 fi
 
 if [ $stage -le 12 ] && [ $stop_stage -ge 12 ]; then
-  split_trials $sre16_trials exp/scores/split$nj/sre16_eval || exit 1
+  split_trials $sre16_trials exp/scores/split$nj/sre16_eval $enroll/num_utts.ark \
+    $test/xvector.scp || exit 1
   $train_cmd JOB=1:$nj exp/scores/log/sre16_eval_scoring_cosine.JOB.log \
     score-cosine-trials exp/scores/split$nj/sre16_eval/trials.JOB \
     "$enroll_lda $(prep_suffix lnorm)" "$test_lda $(prep_suffix lnorm)" \

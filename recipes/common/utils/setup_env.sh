@@ -88,20 +88,38 @@ if ! [ "$nj" -ge 1 ] 2>/dev/null; then
   return 1
 fi
 
-# split_trials <trials> <dir>: <dir>/trials.1 .. trials.$nj, contiguous parts of the first two
-# columns (what the scoring tools read), in order.
+# split_trials <trials> <dir> [<enroll-keys> <test-keys>]: <dir>/trials.1 .. trials.$nj,
+# contiguous parts of the first two columns (what the scoring tools read), in order. With the two
+# key files (first field = a key that has a vector: num_utts.ark, an scp), trials with an unknown
+# key are left out first, as the scorers skip them anyway: the merged scores are those of --nj 1,
+# and no part can hold only unknown keys (a scorer fails when it can score no trial).
 split_trials() {
-  local trials=$1 dir=$2 lines
+  local trials=$1 dir=$2 enroll_keys=${3:-} test_keys=${4:-} lines all
   [ -s "$trials" ] || { echo "$0: no trials in $trials" >&2; return 1; }
-  lines=$(wc -l < "$trials")
+  mkdir -p "$dir" || return 1
+  rm -f "$dir"/trials.*
+  if [ -n "$enroll_keys" ]; then
+    [ -f "$enroll_keys" ] && [ -f "$test_keys" ] ||
+      { echo "$0: missing $enroll_keys or $test_keys" >&2; return 1; }
+    awk -v ek="$enroll_keys" -v tk="$test_keys" '
+      BEGIN { while ((getline l < ek) > 0) { split(l, f); enroll[f[1]] }
+              while ((getline l < tk) > 0) { split(l, f); test[f[1]] } }
+      ($1 in enroll) && ($2 in test) { print $1, $2 }' "$trials" > "$dir/known" || return 1
+    all=$(wc -l < "$trials")
+    lines=$(wc -l < "$dir/known")
+    [ "$lines" -lt "$all" ] && echo "$0: $((all - lines)) of the $all trials in $trials" \
+      "have a key with no vector in $enroll_keys or $test_keys; they are not scored" >&2
+    [ "$lines" -gt 0 ] || { echo "$0: no trial in $trials has both keys" >&2; return 1; }
+  else
+    awk '{ print $1, $2 }' "$trials" > "$dir/known" || return 1
+    lines=$(wc -l < "$dir/known")
+  fi
   if [ "$nj" -gt "$lines" ]; then
     echo "$0: --nj $nj is more than the $lines trials in $trials" >&2
     return 1
   fi
-  mkdir -p "$dir" || return 1
-  rm -f "$dir"/trials.*
   awk -v nj="$nj" -v n="$lines" -v dir="$dir" \
-    '{ print $1, $2 > (dir "/trials." (int((NR - 1) * nj / n) + 1)) }' "$trials"
+    '{ print > (dir "/trials." (int((NR - 1) * nj / n) + 1)) }' "$dir/known"
 }
 
 # merge_scores <dir> <scores-out> [<name>]: concatenate <dir>/scores[_<name>].1 .. $nj.
