@@ -28,6 +28,7 @@ label_of() {
     cosine) echo "Cosine" ;;
     plda) echo "PLDA" ;;
     plda_adapt) echo "PLDA-adp" ;;
+    pauc_auto) echo "pAUCMetric (auto)" ;;
     pauc_lnorm) echo "pAUCMetric (length-norm)" ;;
     triplet_lnorm) echo "TripletMetric (length-norm)" ;;
     pauc_plda) echo "pAUCMetric (PLDA latent)" ;;
