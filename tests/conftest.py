@@ -10,6 +10,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# The suite must give the same verdict on every run and under any machine load: property tests
+# draw a fixed sequence of examples (derandomize) and have no time limits. Explore with fresh
+# random examples by hand: python -m pytest --hypothesis-profile=explore
+settings.register_profile("repeatable", derandomize=True, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("explore", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("repeatable")
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"

@@ -15,7 +15,6 @@ A tool looks like::
 """
 
 import os
-import signal
 import sys
 import traceback
 
@@ -285,9 +284,6 @@ class Tool:
         """
         if argv is None:
             argv = sys.argv[1:]
-        if hasattr(signal, "SIGPIPE"):
-            # Like a C program in a pipeline: a closed downstream reader ends us quietly.
-            signal.signal(signal.SIGPIPE, signal.SIG_DFL)
         try:
             opts, args, standard = self.parse(argv)
         except UsageError as err:  # Kaldi: usage, then ERROR Invalid option, exit 255

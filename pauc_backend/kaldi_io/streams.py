@@ -14,6 +14,7 @@ import sys
 import tempfile
 
 from pauc_backend.errors import KaldiError
+from pauc_backend.process import child_environment
 
 _CHUNK = 1 << 22
 
@@ -166,7 +167,8 @@ def _map_file(path):
 def run_input_pipe(command, name=None):
     """Run ``command`` (``/bin/sh -c`` like popen), return all its stdout; error if it fails."""
     try:
-        proc = subprocess.Popen(command, shell=True, stdout=subprocess.PIPE)
+        proc = subprocess.Popen(command, shell=True, stdout=subprocess.PIPE,
+                                env=child_environment())
     except OSError as err:
         raise KaldiError("Failed to run input pipe '%s |': %s" % (command.rstrip(), err)) from None
     try:
@@ -204,7 +206,8 @@ class _PipeInput:
     def __init__(self, command):
         self.command = command
         try:
-            self.proc = subprocess.Popen(command, shell=True, stdout=subprocess.PIPE)
+            self.proc = subprocess.Popen(command, shell=True, stdout=subprocess.PIPE,
+                                         env=child_environment())
         except OSError as err:
             raise KaldiError("Failed to run input pipe '%s |': %s" % (
                 command.rstrip(), err)) from None
@@ -271,7 +274,7 @@ class OutputHandle:
         elif self.kind == "pipe":
             try:
                 self._proc = subprocess.Popen(what, shell=True, stdin=subprocess.PIPE,
-                                              bufsize=_CHUNK)
+                                              bufsize=_CHUNK, env=child_environment())
             except OSError as err:
                 raise KaldiError("Failed to run output pipe '| %s': %s" % (what, err)) from None
             self.stream = self._proc.stdin
@@ -348,7 +351,7 @@ def open_output(wx):
     handle = OutputHandle(wx)
     try:
         yield handle.stream
-    except BaseException:
+        handle.commit()
+    except BaseException:  # a failure or a signal (SIGTERM unwinds too) before the rename
         handle.abort()
         raise
-    handle.commit()
