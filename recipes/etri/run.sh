@@ -118,8 +118,9 @@ fi
 
 if [ $stage -le 3 ] && [ $stop_stage -ge 3 ]; then
   stage_begin 3 "metrics:$metric_systems"
-  steps/train_metrics.sh --cmd "$train_cmd" --nj $nj --metric-opts "$metric_opts" \
-    $data/train/spk2utt $exp $metric_systems || exit 1
+  with_progress "$exp/log/train_metric_*.log" \
+    steps/train_metrics.sh --cmd "$train_cmd" --nj $nj --metric-opts "$metric_opts" \
+      $data/train/spk2utt $exp $metric_systems || exit 1
   stage_end
 fi
 
@@ -139,8 +140,9 @@ fi
 
 if [ $stage -le 6 ] && [ $stop_stage -ge 6 ]; then
   stage_begin 6 "calibration (2-fold over the enrolled speakers)"
-  utils/calibrate_2fold.sh --cmd "$train_cmd" --nj $nj $trials $exp/scores $exp/calibrated \
-    $systems || exit 1
+  with_progress "$exp/calibrated/log/*.log" \
+    utils/calibrate_2fold.sh --cmd "$train_cmd" --nj $nj $trials $exp/scores $exp/calibrated \
+      $systems || exit 1
   stage_end
 fi
 

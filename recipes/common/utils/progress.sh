@@ -6,6 +6,8 @@
 #   stage_end                      # "run.sh: stage 3 done in 41 s (total 1:02)"
 #   with_progress exp/log/x.log some-step args...   # runs the step; every $progress_interval
 #        # seconds prints "run.sh:   x.log: 1:30 elapsed: <last line of the log>"
+#   with_progress "exp/log/train_*.log" steps/train_metrics.sh ...  # a pattern: the log
+#        # written last among those that match
 __progress_script=$0
 __progress_start=$(date +%s)
 __stage_number=
@@ -31,8 +33,8 @@ stage_end() {
     "(total $(__progress_clock $((now - __progress_start))))"
 }
 
-with_progress() {  # <log> <command> [<args>...]: the command's exit status
-  local log=$1 pid start last rc
+with_progress() {  # <log-or-pattern> <command> [<args>...]: the command's exit status
+  local pattern=$1 log pid start last i
   shift
   start=$(date +%s)
   "$@" &
@@ -43,7 +45,10 @@ with_progress() {  # <log> <command> [<args>...]: the command's exit status
       kill -0 $pid 2>/dev/null || break 2
       sleep 1
     done
-    last=$(tail -n 1 "$log" 2>/dev/null | cut -c1-110)
+    log=$(ls -t $pattern 2>/dev/null | head -n 1)
+    last=
+    [ -n "$log" ] && last=$(tail -n 1 "$log" 2>/dev/null | cut -c1-110)
+    [ -n "$log" ] || log=$pattern
     echo "$__progress_script:   $(basename "$log"): $(__progress_clock $(($(date +%s) - start)))" \
       "elapsed${last:+: $last}"
   done
