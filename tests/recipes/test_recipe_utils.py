@@ -93,7 +93,7 @@ PROGRESS = """
 . %s/progress.sh || exit 1
 progress_interval=1
 stage_begin 3 "metrics: a b"
-step() { echo "LOG step one" >> "$1"; sleep 2.5; echo "LOG step two" >> "$1"; return 7; }
+step() { printf 'LOG step one\n#\n' >> "$1"; sleep 2.5; echo "LOG step two" >> "$1"; return 7; }
 with_progress "$1" step "$1"
 echo "rc=$?"
 stage_end
@@ -101,8 +101,9 @@ stage_end
 
 
 def test_progress_prints_stages_with_elapsed_time_and_a_heartbeat_from_the_log(tmp_path):
-    """Recipes print each stage and, for long steps, the elapsed time and the log's last line,
-    while the step's exit status is kept (issue 10: recipes were silent for minutes)."""
+    """Recipes print each stage and, for long steps, the elapsed time and the last line the tool
+    logged (not the job runner's "#" lines), while the step's exit status is kept (issue 10:
+    recipes were silent for minutes)."""
     log = tmp_path / "step.log"
     proc = bash(PROGRESS, log)
     assert proc.returncode == 0, proc.stderr

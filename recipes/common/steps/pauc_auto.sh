@@ -38,7 +38,10 @@ with_progress $exp/log/train_pauc_auto.log \
   $cmd $exp/log/train_pauc_auto.log \
   train-pauc-auto --enroll-utts=$enroll_utts $auto_opts scp:$train/xvector.scp \
   ark:$train/spk2utt $exp/pauc_auto || exit 1
-[ -s $exp/pauc_auto/system.txt ] && sed "s|^|$(basename "$0"): chosen: |" $exp/pauc_auto/system.txt
+# What was chosen and its cross-fitted figures (all of them: <exp>/pauc_auto/system.txt).
+awk -v script="$0" '$1 == "system" || $1 == "lda_dim" || $1 ~ /^heldout_(pauc|eer|min_dcf)$/ {
+    line = line (line == "" ? "" : ", ") $1 " " $2 }
+  END { print script ": chosen: " line }' $exp/pauc_auto/system.txt || exit 1
 $cmd $exp/log/score_pauc_auto.log \
   score-pauc-auto ${num_utts:+--num-utts=$num_utts} $exp/pauc_auto "$enroll" "$test" \
   $trials $exp/scores/pauc_auto || exit 1

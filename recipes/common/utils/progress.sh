@@ -47,7 +47,8 @@ with_progress() {  # <log-or-pattern> <command> [<args>...]: the command's exit 
     done
     log=$(ls -t $pattern 2>/dev/null | head -n 1)
     last=
-    [ -n "$log" ] && last=$(tail -n 1 "$log" 2>/dev/null | cut -c1-110)
+    # The last line the tool wrote (not the "# ..." lines of the job runner).
+    [ -n "$log" ] && last=$(grep -v '^#' "$log" 2>/dev/null | tail -n 1 | cut -c1-110)
     [ -n "$log" ] || log=$pattern
     echo "$__progress_script:   $(basename "$log"): $(__progress_clock $(($(date +%s) - start)))" \
       "elapsed${last:+: $last}"
