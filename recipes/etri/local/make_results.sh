@@ -33,9 +33,12 @@ trials=$dir/data/trials
   echo "Calibration: linear (train-calibration --prior=0.01), 2-fold over the enrolled speakers"
   echo "(each half calibrated by a model trained on the other half); actDCF at P_tar = 0.01."
   echo
+  # The scripts whose tables are here.
+  scripts="./run.sh"
+  [ -s $dir/exp/lda_sweep.md ] && scripts+=" && steps/lda_sweep.sh"
+  [ -s $dir/exp/gamma_mu.md ] && scripts+=" && steps/gamma_mu_grid.sh"
   echo "Produced at commit $commit by"
-  echo "\`cd recipes/etri && ./run.sh && steps/lda_sweep.sh && steps/gamma_mu_grid.sh &&"
-  echo "local/make_results.sh\`;"
+  echo "\`cd recipes/etri && $scripts && local/make_results.sh\`;"
   echo "each table ends with the command that printed it and its run time on 2 shared cores."
   echo
   steps/results_sections.sh --lda-dim 100 $dir || exit 1
