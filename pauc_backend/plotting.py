@@ -8,6 +8,7 @@ matplotlib is imported inside the functions, so tools that do not plot never loa
   percent; each system's Kaldi-EER operating point is a circle and its minDCF point a square.
   A curve of millions of points is thinned to the points where it moves by at least 1/2000 of
   the axis range, which is invisible at any print size.
+- Legends sit below the axes, so they never hide a curve, the band or a corner.
 - ROC: true-positive rate against false-positive rate on a log axis (the low-FPR end is where
   the pAUC lives), with the pAUC band [alpha, beta] shaded.
 """
@@ -84,10 +85,9 @@ def det_figure(systems, p_target=0.01, c_miss=1, c_fa=1, title=None):
     ax.set_xlabel(DET_LABELS[0])
     ax.set_ylabel(DET_LABELS[1])
     ax.grid(True, color="0.85")
-    ax.legend(loc="upper right", fontsize="small",
-              title="o: EER point, \u25a1: minDCF (p-target %g)" % p_target,
-              title_fontsize="small")
     ax.set_title(title or "DET curve")
+    _legend_below(ax, title="o: EER point, \u25a1: minDCF (p-target %g)" % p_target,
+                  title_fontsize="small")
     return fig
 
 
@@ -114,9 +114,20 @@ def roc_figure(systems, alpha=0.0, beta=0.01, title=None):
     ax.set_xlabel(ROC_LABELS[0])
     ax.set_ylabel(ROC_LABELS[1])
     ax.grid(True, color="0.85")
-    ax.legend(loc="lower right", fontsize="small")
     ax.set_title(title or "ROC curve")
+    _legend_below(ax)
     return fig
+
+
+def _legend_below(ax, **kwargs):
+    """The legend under the axes, below the tick labels and x label, where it hides no data
+    (inside, 6-9 systems covered the pAUC band of the ROC and the low-false-alarm corner of
+    the DET). Saving with ``bbox_inches="tight"`` grows the image to hold it."""
+    renderer = ax.figure.canvas.get_renderer()
+    below = ax.xaxis.get_tightbbox(renderer)  # tick labels and x label, in pixels
+    bottom = ax.transAxes.inverted().transform((0, below.y0))[1]
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, bottom - 0.02), borderaxespad=0,
+              fontsize="small", **kwargs)
 
 
 def check_plot_name(wxfilename):

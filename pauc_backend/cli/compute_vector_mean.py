@@ -28,7 +28,7 @@ See also: subtract-vector-mean
 
 tool = Tool("compute-vector-mean", USAGE)
 tool.register("binary", False, "If true, write output in binary (only applicable when writing "
-              "files, not archives/tables.")
+              "files, not archives/tables).")
 
 
 def read_finite(rspecifier):
@@ -53,10 +53,14 @@ def speaker_form(spk2utt_rspecifier, vector_rspecifier, vector_wspecifier, num_u
     spk2utt = read_token_vector_table(spk2utt_rspecifier)
     keys, X = read_finite(vector_rspecifier)
     position = index_keys(keys, "Duplicate key %%s in %s" % vector_rspecifier.replace("%", "%%"))
-    gathered = gather_speakers(log, spk2utt, position, spk2utt_rspecifier)
+    gathered = gather_speakers(log, spk2utt, position, spk2utt_rspecifier,
+                              vector_rspecifier)
     speakers, num_spk_err, num_utt_err = (gathered.speakers, gathered.num_spk_err,
                                           gathered.num_utt_err)
     utt_lists = np.split(gathered.rows, np.cumsum(gathered.sizes)[:-1]) if speakers else []
+    if not speakers:
+        raise KaldiError("No speaker of %s has a vector in %s; %s not written"
+                         % (spk2utt_rspecifier, vector_rspecifier, vector_wspecifier))
     means, num_utts = speaker_means(X, utt_lists)
     write_vector_table(vector_wspecifier, speakers, means)
     if num_utts_wspecifier:

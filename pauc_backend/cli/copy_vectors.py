@@ -19,7 +19,7 @@ Usage: copy-vectors [options] (<vector-in-rspecifier>|<vector-in-rxfilename>) (<
 
 tool = Tool("copy-vectors", USAGE)
 tool.register("binary", True, "Write in binary mode (only relevant if output is a wxfilename)")
-tool.register("change_dim", -1, "Use this option to truncate or zero-pad the vectors.")
+tool.register("change-dim", -1, "Use this option to truncate or zero-pad the vectors.")
 tool.register("scale", 1.0, "This option can be used to scale the vectors being copied "
               "(tables only, as in Kaldi).")
 
@@ -48,6 +48,9 @@ def run(opts, args):
         tool.log.log("Copied vector to %s" % target)
         return 0
     keys, vectors = read_vector_table(source, ragged=True)
+    if not keys:
+        raise KaldiError("No vectors read from %s (empty input); %s not written"
+                         % (source, target))
     changed = opts.change_dim >= 0 or opts.scale != 1.0
     scale = np.float32(opts.scale)
     if isinstance(vectors, np.ndarray):

@@ -172,9 +172,10 @@ class Tool:
 
     # -- parsing -------------------------------------------------------------------------------
     def usage_text(self):
-        lines = [self.usage, "", "Options:"]
-        for key in sorted(self._options):
-            lines.append(self._describe(self._options[key]))
+        lines = [self.usage]
+        if self._options:  # no empty "Options:" header for a tool with only standard ones
+            lines += ["", "Options:"]
+            lines += [self._describe(self._options[key]) for key in sorted(self._options)]
         lines += ["", "Standard options:",
                   self._describe(_Option("config", "", "Configuration file to read (this "
                                          "option may be repeated)", str)),
@@ -303,9 +304,17 @@ class Tool:
         allowed = (num_args,) if isinstance(num_args, int) else num_args
         if allowed is not None and len(args) not in allowed:
             sys.stderr.write(self.usage_text() + "\n")
+            late = [a for a in args if a.startswith("--") and len(a) > 2]
+            if late:  # Kaldi takes them as positionals; say why the count is wrong
+                sys.stderr.write("Note: options must come before the positional arguments "
+                                 "(%s was taken as a positional argument)\n" % late[0])
             return 1
+        stdout_lost = False
         try:
             code = run(opts, args)
+        except BrokenPipeError as err:  # SIGPIPE is ignored, so a vanished reader lands here
+            self._error(_BROKEN_STDOUT, err)
+            return 255
         except UsageError as err:
             sys.stderr.write(self.usage_text() + "\n")
             if str(err):
@@ -324,7 +333,10 @@ class Tool:
             try:
                 sys.stdout.flush()
             except (BrokenPipeError, OSError):
-                pass
+                stdout_lost = True
+        if stdout_lost and not code:  # what the tool printed never arrived: not a success
+            self._error(_BROKEN_STDOUT, None)
+            return 255
         return 0 if code is None else code
 
     def _error(self, message, err, always_trace=False):
@@ -337,6 +349,10 @@ class Tool:
         if err is not None and self.log.verbose >= 1 and always_trace:
             traceback.print_exception(type(err), err, err.__traceback__, file=sys.stderr)
         sys.stderr.flush()
+
+
+_BROKEN_STDOUT = ("Failed to write standard output: its reader closed the pipe early (broken "
+                  "pipe): the output is incomplete")
 
 
 def _message_of(err):

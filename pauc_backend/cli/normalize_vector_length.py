@@ -24,6 +24,9 @@ def run(opts, args):
     vector_rspecifier, vector_wspecifier = args
     log = tool.log
     keys, X = read_vector_table(vector_rspecifier)
+    if not keys:
+        raise KaldiError("No vectors read from %s (empty input); %s not written"
+                         % (vector_rspecifier, vector_wspecifier))
     bad = nonfinite_rows(X)
     if bad.size:
         raise KaldiError("Vector for key %s in %s contains NaN or infinity"

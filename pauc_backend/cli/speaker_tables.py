@@ -9,7 +9,35 @@ from pauc_backend.errors import KaldiError
 SpeakerRows = namedtuple("SpeakerRows", "speakers rows sizes labels num_spk_err num_utt_err")
 
 
-def gather_speakers(log, spk2utt, position, spk2utt_name=None):
+MAX_WARNINGS = 100  # missing-utterance warnings printed before one summary line
+MIN_FOUND = 0.5  # below this fraction of utterances found (and >= MIN_MISSING missing): error
+MIN_MISSING = 20
+
+
+def check_lookups(spk2utt, position, spk2utt_name=None, vectors_name=None):
+    """KaldiError saying what is probably wrong when most spk2utt utterances have no vector
+    (e.g. utt2spk given where spk2utt is expected), instead of one WARNING per utterance."""
+    total = sum(len(utts) for utts in spk2utt.values())
+    if not total:
+        return
+    found = sum(utt in position for utts in spk2utt.values() for utt in utts)
+    missing = total - found
+    if found and (found >= MIN_FOUND * total or missing < MIN_MISSING):
+        return
+    table = spk2utt_name or "the spk2utt table"
+    vectors = vectors_name or "the vectors"
+    if not position:
+        raise KaldiError("No vectors read from %s (empty input)" % vectors)
+    if (all(len(utts) == 1 for utts in spk2utt.values())
+            and sum(spk in position for spk in spk2utt) > found):
+        raise KaldiError("%s looks like an utt2spk table (its keys are utterances of %s and "
+                         "each has one token): give spk2utt there (utils/utt2spk_to_spk2utt.pl "
+                         "makes it)" % (table, vectors))
+    raise KaldiError("Only %d of the %d utterances listed in %s have a vector in %s: wrong "
+                     "spk2utt or vector table?" % (found, total, table, vectors))
+
+
+def gather_speakers(log, spk2utt, position, spk2utt_name=None, vectors_name=None):
     """Rows of each speaker's vectors, in spk2utt order; ``position`` maps utterance -> row.
 
     As Kaldi: an utterance with no vector gives ``WARNING No iVector present in input for
@@ -19,6 +47,7 @@ def gather_speakers(log, spk2utt, position, spk2utt_name=None):
     """
     if not isinstance(position, dict):
         position = {key: row for row, key in enumerate(position)}
+    check_lookups(spk2utt, position, spk2utt_name, vectors_name)
     speakers, rows, sizes = [], [], []
     num_spk_err = num_utt_err = 0
     for spk, utts in spk2utt.items():
@@ -29,7 +58,8 @@ def gather_speakers(log, spk2utt, position, spk2utt_name=None):
         if min(found) < 0:
             for utt, row in zip(utts, found):
                 if row < 0:
-                    log.warning("No iVector present in input for utterance %s" % utt)
+                    if num_utt_err < MAX_WARNINGS:
+                        log.warning("No iVector present in input for utterance %s" % utt)
                     num_utt_err += 1
             found = [row for row in found if row >= 0]
         if not found:
@@ -40,6 +70,9 @@ def gather_speakers(log, spk2utt, position, spk2utt_name=None):
         speakers.append(spk)
         rows.extend(found)
         sizes.append(len(found))
+    if num_utt_err > MAX_WARNINGS:
+        log.warning("... and %d more utterances with no iVector (%d in all; not listed)"
+                    % (num_utt_err - MAX_WARNINGS, num_utt_err))
     labels = np.repeat(np.arange(len(sizes)), sizes)
     return SpeakerRows(speakers, np.asarray(rows, dtype=np.intp), np.asarray(sizes, dtype=np.intp),
                        labels, num_spk_err, num_utt_err)

@@ -32,6 +32,9 @@ def run(opts, args):
         mean = None
     vector_rspecifier, vector_wspecifier = args[-2:]
     keys, X = read_vector_table(vector_rspecifier)
+    if not keys:
+        raise KaldiError("No vectors read from %s (empty input); %s not written"
+                         % (vector_rspecifier, vector_wspecifier))
     bad = nonfinite_rows(X)
     if bad.size:
         raise KaldiError("Vector for key %s in %s contains NaN or infinity"

@@ -76,10 +76,19 @@ def run(opts, args):
     speaker_index = {}
     labels = np.fromiter((speaker_index.setdefault(spk, len(speaker_index)) for spk in speakers),
                          dtype=np.intp, count=len(speakers))
-    lda = LDA(dim=opts.dim, total_covariance_factor=opts.total_covariance_factor,
-              covariance_floor=opts.covariance_floor).fit(X, labels)
+    try:
+        lda = LDA(dim=opts.dim, total_covariance_factor=opts.total_covariance_factor,
+                  covariance_floor=opts.covariance_floor).fit(X, labels)
+    except ValueError as err:
+        raise KaldiError("%s (vectors from %s, speakers from %s)"
+                         % (err, vector_rspecifier, utt2spk_rspecifier)) from None
     log.log("2-norm of iVector mean is %s" % format_float(vector_norms(lda.mean_[None])[0]))
     log.log("Stats have %d speakers, %d utterances. " % (lda.num_speakers_, lda.num_utts_))
+    if lda.num_speakers_ - 1 < opts.dim:  # Kaldi writes the same matrix without a word
+        log.warning("Only %d speakers: the between-class covariance has rank at most %d, so "
+                    "the last %d of the --dim=%d LDA dimensions carry no speaker information"
+                    % (lda.num_speakers_, lda.num_speakers_ - 1,
+                       opts.dim - lda.num_speakers_ + 1, opts.dim))
     if lda.num_floored_:
         log.warning("Floored %d eigenvalues of covariance to %s"
                     % (lda.num_floored_, format_float(lda.floor_)))

@@ -100,7 +100,7 @@ def run(opts, args):
     model = make_estimator(opts, callback)
     spk2utt = read_token_vector_table(spk2utt_rspecifier)
     keys, X = read_vector_table(vector_rspecifier)
-    speakers = gather_speakers(log, spk2utt, keys)
+    speakers = gather_speakers(log, spk2utt, keys, spk2utt_rspecifier, vector_rspecifier)
     rows, labels = speakers.rows, speakers.labels
     if not rows.size:
         raise KaldiError("No speaker in %s has a vector in %s"

@@ -25,9 +25,12 @@ tool.register("binary", True, "Write output in binary mode")
 
 def run(opts, args):
     spk2utt_rspecifier, vector_rspecifier, plda_wxfilename = args
+    if opts.num_em_iters < 0:
+        raise KaldiError("--num-em-iters must be >= 0, got %d" % opts.num_em_iters)
     spk2utt = read_token_vector_table(spk2utt_rspecifier)
     keys, X = read_vector_table(vector_rspecifier)
-    speakers = gather_speakers(tool.log, spk2utt, keys)
+    speakers = gather_speakers(tool.log, spk2utt, keys, spk2utt_rspecifier,
+                               vector_rspecifier)
     rows, labels = speakers.rows, speakers.labels
     num_spk_err, num_utt_err = speakers.num_spk_err, speakers.num_utt_err
     num_spk_done = int(labels[-1]) + 1 if labels.size else 0
@@ -39,7 +42,11 @@ def run(opts, args):
     if bad.any():
         raise KaldiError("Vector for utterance %s in %s contains NaN or Inf"
                          % (keys[rows[np.flatnonzero(bad)[0]]], vector_rspecifier))
-    plda = PLDA(num_em_iters=opts.num_em_iters).fit(X, labels)
+    try:
+        plda = PLDA(num_em_iters=opts.num_em_iters).fit(X, labels)
+    except ValueError as err:
+        raise KaldiError("%s (vectors from %s, speakers from %s)"
+                         % (err, vector_rspecifier, spk2utt_rspecifier)) from None
     for i in range(opts.num_em_iters):
         tool.log.log("Plda estimation iteration %d of %d" % (i, opts.num_em_iters))
         tool.log.log("Trace of within-class variance is %s"

@@ -86,6 +86,9 @@ def run(opts, args):
     keys, U, _, factors, num_errors = read_transformed(
         tool.log, plda, vector_rspecifier, opts, opts.num_utts,
         "Duplicate vector found for key %s")
+    if not len(keys):
+        raise KaldiError("No vectors read from %s (empty input); %s not written"
+                         % (vector_rspecifier, vector_wspecifier))
     write_vector_table(vector_wspecifier, keys, U)
     average = format_float(factors.astype(np.float64).mean()) if len(keys) else "nan"
     tool.log.log("Transformed %d vectors into the PLDA space, errors on %d; average "

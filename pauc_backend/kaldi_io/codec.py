@@ -184,6 +184,8 @@ def read_float(f, binary):
     cur.skip_whitespace()
     match = _TOKEN.match(cur.data, cur.pos)
     try:
+        if b"_" in match.group():  # Python's float takes "1_0" as 10; C++ streams do not
+            raise ValueError(match.group())
         value = float(match.group())
     except (AttributeError, ValueError):
         raise cur.error("Failed to read float: got %s" % (
@@ -277,7 +279,7 @@ def _parse_numbers(cur, body, start, what):
     tokens = body.split()
     if not tokens:
         return np.zeros(0)
-    if _BAD_START.search(body) is None:
+    if _BAD_START.search(body) is None and b"_" not in body:
         try:
             return np.array(tokens, dtype=np.float64)
         except ValueError:
@@ -287,6 +289,8 @@ def _parse_numbers(cur, body, start, what):
         lowered = token.lower()
         if token[:1] == b"-" or token[:1].isdigit():
             try:
+                if b"_" in token:  # Python's float takes "1_0" as 10; C++ streams do not
+                    raise ValueError(token)
                 value = float(token)
             except ValueError:
                 raise cur.error("Failed to read %s: bad number %s" % (
@@ -362,10 +366,28 @@ def read_vector_obj(f, binary, dtype=None):
             if b"\n" in body or b"\r" in body:
                 raise cur.error("Failed to read vector: newline found while reading vector "
                                 "(maybe it's a matrix?)", start)
+            if b"\v" in body or b"\f" in body:  # Vector::Read takes only ' ' and '\t' there
+                raise cur.error("Failed to read vector: vertical tab or form feed between "
+                                "numbers", start)
             vector = _parse_numbers(cur, body, start, "vector")
             cur.pos = close + 1
             _eat_newline(cur)
-    return vector if dtype is None else vector.astype(dtype, copy=False)
+    return _as_dtype(cur, vector, dtype, "vector", start)
+
+
+def _as_dtype(cur, array, dtype, what, start):
+    """``array`` as ``dtype``; a finite value too large for float32 is an error (a C++ stream
+    reading it into a float fails), not a silent inf with a numpy RuntimeWarning."""
+    if dtype is None or array.dtype == dtype:
+        return array
+    with np.errstate(over="ignore"):
+        out = array.astype(dtype)
+    if out.dtype.itemsize < array.dtype.itemsize:
+        grown = np.isinf(out) & np.isfinite(array)
+        if grown.any():
+            raise cur.error("Failed to read %s: value %g is out of range for float" % (
+                what, array[grown][0]), start)
+    return out
 
 
 _CM_FORMATS = {"CM": 1, "CM2": 2, "CM3": 3}
@@ -379,7 +401,7 @@ def _read_compressed_matrix(cur, token, start):
         raise cur.error("Failed to read compressed matrix: truncated header", start)
     min_value, value_range, rows, cols = struct.unpack("<ffii", header)
     cur.pos += 16
-    if rows < 0 or cols < 0:
+    if rows < 0 or cols < 0 or (rows == 0) != (cols == 0):
         raise cur.error("Failed to read compressed matrix: bad size %d x %d" % (rows, cols), start)
 
     def need(nbytes):
@@ -423,7 +445,7 @@ def read_matrix_obj(f, binary, dtype=None):
         elif token in ("FM", "DM"):
             rows = read_int32(cur, True)
             cols = read_int32(cur, True)
-            if rows < 0 or cols < 0:
+            if rows < 0 or cols < 0 or (rows == 0) != (cols == 0):  # Matrix::Init asserts
                 raise cur.error("Failed to read matrix: bad size %d x %d" % (rows, cols), start)
             matrix = _read_binary_array(cur, rows * cols, "<f4" if token == "FM" else "<f8",
                                         "matrix").reshape(rows, cols)
@@ -435,7 +457,8 @@ def read_matrix_obj(f, binary, dtype=None):
         if close is None:
             matrix = np.zeros((0, 0))
         else:
-            lines = bytes(cur.data[cur.pos:close]).replace(b"\r", b"\n").split(b"\n")
+            # Matrix::Read: rows end at '\n' or ';'; '\r', '\v', '\f' are plain whitespace
+            lines = bytes(cur.data[cur.pos:close]).replace(b";", b"\n").split(b"\n")
             rows = [_parse_numbers(cur, line, start, "matrix") for line in lines
                     if line.strip(WHITESPACE)]
             if rows and any(row.size != rows[0].size for row in rows):
@@ -444,7 +467,7 @@ def read_matrix_obj(f, binary, dtype=None):
             matrix = np.array(rows, dtype=np.float64).reshape(len(rows), -1 if rows else 0)
             cur.pos = close + 1
             _eat_newline(cur)
-    return matrix if dtype is None else matrix.astype(dtype, copy=False)
+    return _as_dtype(cur, matrix, dtype, "matrix", start)
 
 
 # -- whole objects (WriteKaldiObject / ReadKaldiObject) ------------------------------------------

@@ -55,11 +55,25 @@ def read_plda_obj(f, binary):
     psi = codec.read_vector_obj(f, binary, np.float64)
     codec.expect_token(f, binary, "</Plda>")
     dim = mean.size
+    name = codec.streams.printable(getattr(f, "name", "?"))
     if transform.shape != (dim, dim) or psi.size != dim:
         raise KaldiError("Bad PLDA model in %s: mean has dim %d, transform is %d x %d, psi has "
-                         "dim %d" % (getattr(f, "name", "?"), dim, transform.shape[0],
-                                     transform.shape[1], psi.size))
+                         "dim %d" % (name, dim, transform.shape[0], transform.shape[1],
+                                     psi.size))
+    check_plda_values(mean, transform, psi, name)
     return mean, transform, psi
+
+
+def check_plda_values(mean, transform, psi, name):
+    """KaldiError unless the PLDA's numbers are usable: all finite and psi >= 0 (the
+    between-class variances; Plda::Read does not check, and scoring would give NaN)."""
+    for what, values in (("mean", mean), ("transform", transform), ("psi", psi)):
+        if not np.isfinite(values).all():
+            raise KaldiError("Bad PLDA model in %s: its %s contains NaN or infinity"
+                             % (name, what))
+    if (psi < 0).any():
+        raise KaldiError("Bad PLDA model in %s: psi (between-class variance) has a negative "
+                         "value %g at index %d" % (name, psi.min(), int(np.argmin(psi))))
 
 
 def write_plda_obj(f, binary, mean, transform, psi):

@@ -51,6 +51,8 @@ def classify_rxfilename(rx):
     rx = "" if rx is None else os.fspath(rx)
     if rx == "" or rx == "-":
         return "stdin", None
+    if "\0" in rx:  # the OS cannot take it; C++ Kaldi would silently cut the name there
+        raise KaldiError("Invalid rxfilename %r: contains a NUL byte" % rx)
     if rx[0] == "|":
         raise KaldiError("Invalid rxfilename '%s': an output pipe ('| cmd') cannot be read" % rx)
     if rx[-1] == "|":
@@ -62,6 +64,8 @@ def classify_rxfilename(rx):
                          "expected (scripting error?)" % rx)
     split = _offset_split(rx)
     if split is not None:
+        if not split[0]:  # Kaldi opens the file "" and fails; never standard input
+            raise KaldiError("Invalid rxfilename '%s': no file name before the offset" % rx)
         return "offset", split
     if "|" in rx:
         raise KaldiError("Invalid rxfilename '%s': pipe symbol in the wrong place (an input pipe "
@@ -74,6 +78,8 @@ def classify_wxfilename(wx):
     wx = "" if wx is None else os.fspath(wx)
     if wx == "" or wx == "-":
         return "stdout", None
+    if "\0" in wx:
+        raise KaldiError("Invalid wxfilename %r: contains a NUL byte" % wx)
     if wx[0] == "|":
         return "pipe", wx[1:]
     if wx[0].isspace() or wx[-1].isspace():
@@ -296,21 +302,55 @@ class OutputHandle:
             self.stream = os.fdopen(fd, "wb", buffering=_CHUNK)
 
     def write(self, data):
-        self.stream.write(data)
-        self.bytes_written += len(data)
+        """Write all of ``data``: a buffered pipe writer may accept only part of it when the
+        reader has gone (and drop the rest silently), so loop until all is taken or EPIPE."""
+        view = memoryview(data).cast("B")
+        size = view.nbytes
+        try:
+            while view.nbytes:
+                count = self.stream.write(view)
+                if not count:
+                    raise BrokenPipeError()
+                view = view[count:]
+        except BrokenPipeError:
+            raise self._broken_pipe() from None
+        except OSError as err:
+            raise KaldiError("Failed to write %s: %s" % (self._name(), err.strerror or err)) \
+                from None
+        finally:
+            view.release()
+        self.bytes_written += size
+
+    def _name(self):
+        return "standard output" if self.kind == "stdout" else "'%s'" % self.wx
+
+    def _broken_pipe(self):
+        """The KaldiError for a reader that closed our output early (EPIPE; SIGPIPE ignored)."""
+        if self.kind == "pipe":
+            try:
+                self.stream.close()
+            except OSError:
+                pass
+            code = self._proc.wait()
+            if code != 0:
+                return KaldiError("Output pipe '%s' failed (%s)" % (self.wx, _status_text(code)))
+            return KaldiError("Output pipe '%s' exited before reading all the output (broken "
+                              "pipe): the output is incomplete" % self.wx)
+        return KaldiError("Failed to write %s: its reader closed the pipe early (broken pipe): "
+                          "the output is incomplete" % self._name())
 
     def commit(self):
         if self.kind == "stdout":
             try:
                 self.stream.flush()
             except BrokenPipeError:
-                raise KaldiError("Failed to write to standard output: broken pipe") from None
+                raise self._broken_pipe() from None
             return
         if self.kind == "pipe":
             try:
                 self.stream.close()
             except BrokenPipeError:
-                pass
+                raise self._broken_pipe() from None
             code = self._proc.wait()
             if code != 0:
                 raise KaldiError("Output pipe '%s' failed (%s)" % (self.wx, _status_text(code)))

@@ -27,7 +27,15 @@ _BLANKS = re.compile(rb"[ \t\v\f\r]*")
 _IS_WS = np.zeros(256, dtype=bool)
 _IS_WS[list(b" \t\n\v\f\r")] = True
 _NOT_KEY = np.zeros(256, dtype=bool)  # bytes never in a key: whitespace and ASCII controls
-_NOT_KEY[list(range(32)) + [127]] = True
+_NOT_KEY[list(range(33)) + [127]] = True  # incl. space: Kaldi's `is >> key` skips/stops at it
+_C_WS = " \t\n\v\f\r"  # isspace() in the C locale: what Kaldi splits script lines at
+_SCRIPT_LINE = re.compile("[%s]*([^%s]+)(?:[%s]+(.*?))?[%s]*$" % ((_C_WS,) * 4), re.S)
+_CONTROL_TEXT = re.compile("[\x00-\x1f\x7f]")
+_EXTRA_SPACE = re.compile("[\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f"
+                          "\u3000]")  # what str.split() splits at beyond C whitespace
+_ODD_CONTROL = np.zeros(256, dtype=bool)  # controls that are not C whitespace (e.g. 0x1C-0x1F)
+_ODD_CONTROL[list(range(32)) + [127]] = True
+_ODD_CONTROL[list(b" \t\n\v\f\r")] = False
 _CONTROL = re.compile(rb"[\x00-\x1f\x7f]")
 _FV_HEADER = b"\0BFV \x04"
 _GATHER_BLOCK = 2048
@@ -584,13 +592,29 @@ def _parse_script(data, start, name):
     if lines and lines[-1] == "":
         lines.pop()
     keys, targets = [], []
+    # SplitStringOnFirstSpace splits at C-locale whitespace only; str.split also splits at
+    # 0x1C-0x1F and Unicode spaces, so it is used only when the text has none of those.
+    simple = _EXTRA_SPACE.search(text) is None
+    match_line = _SCRIPT_LINE.match
     for number, line in enumerate(lines, 1):
-        parts = line.split(None, 1)
-        if len(parts) != 2:
-            raise KaldiError("Invalid line %d in script file %s (expected 'key rxfilename'): %r"
-                             % (number, streams.printable(name), line[:200]))
-        keys.append(parts[0])
-        targets.append(parts[1].strip(" \t\n\v\f\r"))
+        if simple:
+            parts = line.split(None, 1)
+            if len(parts) == 2:
+                keys.append(parts[0])
+                targets.append(parts[1].strip(_C_WS))
+                continue
+        else:
+            match = match_line(line)
+            if match is not None and match.group(2):
+                keys.append(match.group(1))
+                targets.append(match.group(2))
+                continue
+        raise KaldiError("Invalid line %d in script file %s (expected 'key rxfilename'): %r"
+                         % (number, streams.printable(name), line[:200]))
+    if _CONTROL_TEXT.search("".join(keys)):
+        number = next(i for i, key in enumerate(keys) if _CONTROL_TEXT.search(key))
+        raise KaldiError("Invalid line %d in script file %s: the key %r contains a control "
+                         "character" % (number + 1, streams.printable(name), keys[number][:200]))
     return keys, targets
 
 
@@ -605,8 +629,8 @@ def _parse_offset_script(data, start):
     per line): ``(keys, path, offsets)``, or None for anything else (the general parser)."""
     from pauc_backend.kaldi_io import trials
     codes = np.frombuffer(data, np.uint8, len(data) - start, start)
-    if codes.size == 0 or (codes >= 128).any():
-        return None
+    if codes.size == 0 or (codes >= 128).any() or _ODD_CONTROL[codes].any():
+        return None  # str.split below must split exactly where _token_bounds does
     starts, ends = trials._token_bounds(codes)
     line_ends = trials._line_ends(codes)
     lines = line_ends.size
@@ -717,8 +741,11 @@ def _fv_at_offsets(keys, paths, offsets):
     one per key); None if any entry is not such a record (the per-entry reader reports)."""
     single = isinstance(paths, str)
     unique = [paths] if single else sorted(set(paths))
-    if not len(keys) or any(streams.classify_rxfilename(p)[0] != "file" for p in unique):
-        return None
+    try:
+        if not len(keys) or any(streams.classify_rxfilename(p)[0] != "file" for p in unique):
+            return None
+    except KaldiError:
+        return None  # the per-entry reader reports it with the script and key
     cache = _FileCache()
     try:
         groups = []

@@ -60,6 +60,10 @@ class LDA:
         speaker_of = speaker_of.reshape(-1)
         num_spk = int(speaker_of.max()) + 1
         self.num_speakers_, self.num_utts_ = num_spk, num_utts
+        if num_spk < 2:
+            raise ValueError("Stats have %d speaker(s), %d utterances: LDA needs at least 2 "
+                             "speakers (the between-class covariance of one speaker is zero)"
+                             % (num_spk, num_utts))
         if num_utts - num_spk <= 0:
             raise ValueError("Stats have %d speakers, %d utterances: every speaker has one "
                              "utterance, so the within-class covariance is zero"
@@ -76,10 +80,20 @@ class LDA:
 
         # ComputeNormalizingTransform: proj * M * proj^T = I, eigenvalues floored.
         s, U = _sorted_eigh(to_normalize)
+        if not s[0] > 0.0:
+            raise ValueError("Degenerate data: the %s covariance is zero (all vectors are "
+                             "identical%s), so there is nothing to normalize"
+                             % ("interpolated" if factor else "within-class",
+                                "" if factor else " within each speaker"))
         floor = floor_rel * s[0]
         self.num_floored_ = int(np.count_nonzero(s < floor))
         self.floor_ = floor
         s = np.maximum(s, floor)
+        if not s[-1] > 0.0:
+            raise ValueError("The %s covariance is singular (%d of %d eigenvalues are zero) and "
+                             "--covariance-floor=0 does not floor them; use a positive floor"
+                             % ("interpolated" if factor else "within-class",
+                                int(np.count_nonzero(s <= 0)), s.size))
         proj = (s ** -0.5)[:, None] * U.T
 
         between_proj = proj @ (total_covar - within_covar) @ proj.T

@@ -130,8 +130,14 @@ class PLDA:
         if num_examples <= dim:
             raise ValueError("Number of training iVectors is not greater than their dimension, "
                              "unable to estimate PLDA.")
+        if not (isinstance(self.num_em_iters, (int, np.integer)) and self.num_em_iters >= 0):
+            raise ValueError("--num-em-iters must be a non-negative integer, got %r"
+                             % (self.num_em_iters,))
         _, label_index = np.unique(y, return_inverse=True)
         counts = np.bincount(label_index)
+        if counts.size < 2:
+            raise ValueError("Only one speaker (%d utterances): PLDA needs at least 2 speakers "
+                             "to estimate the between-class variance" % num_examples)
         if np.all(counts == 1):
             raise ValueError("No speakers with multiple utterances, unable to estimate PLDA.")
         from scipy import sparse  # imported here: the scoring tools never need it
@@ -146,6 +152,9 @@ class PLDA:
         # Scatter about the class means (Kaldi's offset_scatter_), from data centred on the mean.
         X -= global_mean
         offset_scatter = X.T @ X - (mean_offsets * counts[:, None]).T @ mean_offsets
+        if not np.trace(offset_scatter) > 0.0:
+            raise ValueError("Degenerate data: the within-class scatter is zero (every "
+                             "speaker's vectors are identical), so PLDA cannot be estimated")
 
         within, between = np.eye(dim), np.eye(dim)
         self.within_var_trace_, self.between_var_trace_ = [], []

@@ -144,12 +144,16 @@ def test_vectors_of_different_dims_are_copied_one_by_one(tmp_path):
     assert (tmp_path / "c.ark").read_bytes() == (tmp_path / "r.ark").read_bytes()
 
 
-def test_empty_table_copies_nothing_and_exits_1(tmp_path):
+def test_empty_table_is_one_error_and_writes_nothing(tmp_path):
+    # issue 10: Kaldi exits 1 silently with an empty output; we say why and write nothing
     (tmp_path / "empty.ark").write_bytes(b"")
     proc = run_tool("copy-vectors", "ark:%s" % (tmp_path / "empty.ark"),
                     "ark:%s" % (tmp_path / "out.ark"))
-    assert proc.returncode == 1
-    assert log_messages(proc.stderr) == ["LOG Copied 0 vectors."]
+    assert proc.returncode == 255
+    errors = [l for l in proc.stderr.decode().splitlines() if l.startswith("ERROR")]
+    assert len(errors) == 1 and "No vectors read from ark:" in errors[0]
+    assert [m for m in log_messages(proc.stderr) if m.startswith("LOG")] == []
+    assert not (tmp_path / "out.ark").exists()
 
 
 def test_truncated_archive_fails_without_leaving_an_output(golden, tmp_path):

@@ -30,7 +30,7 @@ def test_help_exits_0_and_lists_every_option_with_its_default():
     assert proc.returncode == 0
     text = (proc.stdout + proc.stderr).decode()
     assert "Usage: copy-vectors" in text
-    for option, default in (("binary", "true"), ("change_dim", "-1"), ("scale", "1"),
+    for option, default in (("binary", "true"), ("change-dim", "-1"), ("scale", "1"),
                             ("config", '""'), ("print-args", "true"), ("verbose", "0"),
                             ("help", "false")):
         assert re.search(r"--%s\s+:.*default = %s\)" % (option, re.escape(default)), text), option

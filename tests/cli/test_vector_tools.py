@@ -348,9 +348,10 @@ def test_global_mean_of_empty_input_is_an_error(tmp_path):
     assert_one_error(proc, "No iVectors read", out)
 
 
-def test_empty_input_exits_1_like_kaldi(tmp_path):
+def test_empty_input_is_one_error_and_writes_nothing(tmp_path):
+    # issue 10: Kaldi exits 1 silently with an empty output; we say why and write nothing
     empty = tmp_path / "empty.ark"
     empty.write_bytes(b"")
     proc = run_tool("normalize-vector-length", "ark:%s" % empty, "ark:%s" % (tmp_path / "o"))
-    assert proc.returncode == 1
-    assert messages(proc) == ["Processed 0 iVectors."]
+    assert_one_error(proc, "No vectors read from ark:.*empty input", tmp_path / "o")
+    assert messages(proc) == []

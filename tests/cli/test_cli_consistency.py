@@ -1,0 +1,73 @@
+"""Issue 10 part 4: what a new user sees in every tool's help and usage (one style for all)."""
+
+import configparser
+import importlib
+import re
+
+import pytest
+from conftest import REPO, run_tool
+
+TOOLS = sorted(p.name for p in (REPO / "bin").iterdir() if not p.name.startswith("."))
+
+
+def tool_object(name):
+    return importlib.import_module("pauc_backend.cli." + name.replace("-", "_")).tool
+
+
+@pytest.mark.parametrize("name", TOOLS)
+def test_help_shows_dashed_option_names_and_no_empty_options_header(name):
+    text = tool_object(name).usage_text()
+    names = re.findall(r"^  --(\S+)\s+:", text, flags=re.M)
+    assert names and all("_" not in option for option in names), names
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if line == "Options:":  # followed by at least one option line
+            assert lines[i + 1].startswith("  --"), (name, lines[i:i + 2])
+    # balanced parentheses in every option's help text
+    for line in lines:
+        if line.startswith("  --"):
+            assert line.count("(") == line.count(")"), line
+
+
+def test_tools_without_own_options_print_no_options_header():
+    for name in ("transform-vectors", "apply-calibration"):
+        proc = run_tool(name, "--help")
+        assert proc.returncode == 0
+        text = proc.stdout.decode()
+        assert "Standard options:" in text and "\nOptions:" not in text
+
+
+def test_change_dim_is_shown_dashed():
+    text = run_tool("copy-vectors", "--help").stdout.decode()
+    assert "--change-dim " in text and "change_dim" not in text
+
+
+def test_compute_vector_mean_binary_help_closes_its_parenthesis():
+    text = run_tool("compute-vector-mean", "--help").stdout.decode()
+    line = next(l for l in text.splitlines() if l.startswith("  --binary"))
+    assert "archives/tables)." in line and line.count("(") == line.count(")")
+
+
+@pytest.mark.parametrize("args", [("a", "b", "--binary=false"),
+                                  ("--binary=true", "a", "--scale=2", "b")])
+def test_option_after_positionals_prints_usage_and_a_hint(args):
+    proc = run_tool("copy-vectors", *args)
+    assert proc.returncode == 1
+    lines = proc.stderr.decode().splitlines()
+    assert any(l.startswith("Usage: copy-vectors") for l in lines)
+    hint = [l for l in lines if "options must come before the positional arguments" in l]
+    assert len(hint) == 1 and [a for a in args[1:] if a.startswith("--")][0] in hint[0]
+    assert not any(l.startswith("ERROR") for l in lines)
+
+
+def test_no_hint_when_no_positional_looks_like_an_option():
+    proc = run_tool("copy-vectors", "a", "b", "c")
+    assert proc.returncode == 1
+    assert "options must come before" not in proc.stderr.decode()
+
+
+def test_pytest_config_lives_only_in_pyproject():
+    config = configparser.ConfigParser()
+    config.read(REPO / "setup.cfg")
+    assert "tool:pytest" not in config.sections()
+    assert "[tool.pytest.ini_options]" in (REPO / "pyproject.toml").read_text()
