@@ -68,11 +68,13 @@ def test_timit_cosine_is_utterance_against_utterance_of_the_one_eval_table(timit
     mean, LDA): no speaker averaging on either side, every trial in the trial list's order."""
     knio = pytest.importorskip("kaldi_native_io")
     work, _ = timit_run
-    vectors = {key: value.numpy().astype(np.float64) for key, value in
-               knio.SequentialFloatVectorReader("scp:%s" % (TIMIT / "eval/xvector.scp"))}
-    train = np.array([value.numpy() for _, value in
-                      knio.SequentialFloatVectorReader("scp:%s" % (TIMIT / "train/xvector.scp"))],
-                     dtype=np.float64)
+    # The recipe's data/ scp files (absolute paths: the shared ones are relative to their folder).
+    def read(name):
+        reader = knio.SequentialFloatVectorReader("scp:%s" % (work / "data" / name / "xvector.scp"))
+        return {key: np.array(value, dtype=np.float64) for key, value in reader}
+    vectors = read("eval")
+    train = np.array(list(read("train").values()))
+    assert len(vectors) == 936 and train.shape == (7430, 256)
     lda = knio.FloatMatrix.read(str(work / "exp/transform.mat")).numpy().astype(np.float64)
     keys = sorted(vectors)
     raw = np.array([vectors[k] for k in keys]) - train.mean(axis=0)
