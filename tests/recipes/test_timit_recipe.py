@@ -2,8 +2,9 @@
 
 To stay within CI time the run leaves out stage 5 (pAUCMetric (auto), minutes of cross-fitting;
 its plumbing is tested in test_recipe_auto_stage.py) and the TripletMetric rows (--losses pauc;
-the slowest metric at LDA 200, and test_etri_recipe.py runs it). Checked: the trial design (both sides from the one eval table, no
-enrollment averaging) against a plain numpy cosine of the raw vectors read by kaldi_native_io;
+the slowest metric at LDA 200, and test_etri_recipe.py runs it). Checked: the trial design
+(both sides from the one eval table, no enrollment averaging) against a plain numpy cosine of
+the raw vectors read by kaldi_native_io;
 the baselines against the figures measured for issue 11 with the shipped tools (Cosine EER
 5.26 %, PLDA 3.77 %, LDA 200); every system in the table; the committed RESULTS.md table; the
 stage lines with elapsed times.
