@@ -2,10 +2,12 @@
 
 import sys
 
+from pauc_backend.cli import evaluation_extras as extras
 from pauc_backend.cli.kaldi_cli import Tool, UsageError, format_float
 from pauc_backend.cli.score_label_input import join_scores_to_trials, read_score_labels
 from pauc_backend.errors import KaldiError
 from pauc_backend.metrics import TrialScores, report
+from pauc_backend.metrics.equalized import add_c_primary
 
 USAGE = """
 Computes the equal error rate exactly as Kaldi's compute-eer, and also minDCF (as
@@ -19,6 +21,9 @@ Usage: compute-eer-pauc [options] <scores-in>
    or: compute-eer-pauc [options] <scores-rxfilename> <trials-rxfilename>
 e.g.: paste data/trials scores | awk '{print $6, $3}' | compute-eer-pauc -
       compute-eer-pauc --p-target=0.01,0.001 --report=table exp/scores data/trials
+      compute-eer-pauc --bootstrap=1000 --report=json exp/scores data/trials
+      compute-eer-pauc --partitions=data/partitions --p-target=0.01,0.005 exp/scores data/trials
+""" + extras.HELP_TEXT + """
 """
 
 tool = Tool("compute-eer-pauc", USAGE)
@@ -36,6 +41,7 @@ tool.register("llr", False, "Scores are calibrated log-likelihood ratios: also r
               "Cllr and minCllr")
 tool.register("det-plot", "", "Write a DET plot here (.png or .pdf)")
 tool.register("roc-plot", "", "Write a ROC plot with the pAUC band shaded here (.png or .pdf)")
+extras.register_options(tool)
 
 
 def _p_targets(text):
@@ -54,22 +60,31 @@ def _log_kaldi(summary, opts):
     if summary["eer_method"] == "kaldi":
         log.log("Equal error rate is %s%%, at threshold %s" % (
             format_float(100.0 * summary["eer"]), format_float(summary["eer_threshold"])))
+    elif summary["eer_method"] == "equalized":
+        log.log("Equalised equal error rate is %s%%" % format_float(100.0 * summary["eer"]))
     else:
         log.log("ROCCH equal error rate is %s%%" % format_float(100.0 * summary["eer"]))
     for item in summary["min_dcf"]:
-        log.log("minDCF is {0:.4f} at threshold {1:.4f} (p-target={2}, c-miss={3:g},"
-                "c-fa={4:g})".format(item["min_dcf"], item["threshold"], item["p_target"],
+        where = ("" if item["threshold"] is None else
+                 " at threshold {0:.4f}".format(item["threshold"]))
+        log.log("minDCF is {0:.4f}{1} (p-target={2}, c-miss={3:g},"
+                "c-fa={4:g})".format(item["min_dcf"], where, item["p_target"],
                                      opts.c_miss, opts.c_fa))
     label = report.pauc_label(opts.pauc_alpha, opts.pauc_beta)
     if summary["pauc"] is None:
         log.warning("%s is undefined: the band holds no non-target (%d non-targets)" % (
             label, summary["num_nontarget"]))
+    elif "pauc_mcclish" not in summary:
+        log.log("%s is %s" % (label, format_float(summary["pauc"])))
     else:
         log.log("%s is %s over %d non-targets (McClish-standardised partial AUC %s)" % (
             label, format_float(summary["pauc"]), summary["pauc_num_nontargets"],
             format_float(summary["pauc_mcclish"])))
-    log.log("AUC is %s, average precision is %s" % (
-        format_float(summary["auc"]), format_float(summary["average_precision"])))
+    if "average_precision" in summary:
+        log.log("AUC is %s, average precision is %s" % (
+            format_float(summary["auc"]), format_float(summary["average_precision"])))
+    else:
+        log.log("AUC is %s" % format_float(summary["auc"]))
     for item in summary.get("act_dcf", ()):
         log.log("actDCF is %s (p-target=%s)" % (format_float(item["act_dcf"]), item["p_target"]))
     if "cllr" in summary:
@@ -82,6 +97,7 @@ def run(opts, args):
         raise UsageError("--report must be kaldi, table or json (got %s)" % opts.report)
     if opts.eer_method not in ("kaldi", "rocch"):
         raise UsageError("--eer-method must be kaldi or rocch (got %s)" % opts.eer_method)
+    extras.check_options(opts, len(args))
     p_targets = _p_targets(opts.p_target)
     if opts.det_plot or opts.roc_plot:
         from pauc_backend.plotting import check_plot_name
@@ -90,15 +106,24 @@ def run(opts, args):
     if len(args) == 1:
         scores, is_target = read_score_labels(args[0])
     else:
-        scores, is_target = join_scores_to_trials(tool.log, args[0], args[1])
+        scores, is_target, key1, key2 = join_scores_to_trials(tool.log, args[0], args[1],
+                                                              return_keys=True)
         if not is_target.any() or is_target.all():
             raise KaldiError("No %s trials have scores" % (
                 "target" if not is_target.any() else "non-target"))
     trials = TrialScores.from_trials(scores, is_target)
-    summary = trials.summary(p_targets, opts.pauc_alpha, opts.pauc_beta, opts.c_miss,
-                             opts.c_fa, opts.eer_method, opts.llr)
+    if opts.partitions:
+        summary = extras.equalized(tool.log, opts, scores, is_target, key1, key2, p_targets)
+    else:
+        summary = trials.summary(p_targets, opts.pauc_alpha, opts.pauc_beta, opts.c_miss,
+                                 opts.c_fa, opts.eer_method, opts.llr)
+    add_c_primary(summary)
+    if opts.bootstrap:
+        summary["confidence"] = extras.bootstrap_confidence(tool.log, opts, scores, is_target,
+                                                            key1, key2, p_targets)
     if opts.report == "kaldi":
         _log_kaldi(summary, opts)
+        extras.log_extras(tool.log, summary)
         sys.stdout.write("%.4g" % (100.0 * summary["eer"]))
     else:
         sys.stdout.write((report.format_table if opts.report == "table" else

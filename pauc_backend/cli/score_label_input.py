@@ -463,8 +463,9 @@ def _first_repeat(codes):
     return int(both[0]), int(both[1])
 
 
-def join_scores_to_trials(log, scores_rx, trials_rx):
-    """compute_min_dcf.py's inputs joined by key: (scores float64, is_target) in scores order.
+def join_scores_to_trials(log, scores_rx, trials_rx, return_keys=False):
+    """compute_min_dcf.py's inputs joined by key: (scores float64, is_target) in scores order
+    (and the trials' key1 and key2 in that order if ``return_keys``).
 
     Scores with no trial are dropped with a warning, trials with no score are counted and
     reported; a trial listed or scored twice, or a label other than target/nontarget, is an
@@ -517,4 +518,6 @@ def join_scores_to_trials(log, scores_rx, trials_rx):
             key2[first]))
     if index.size == 0:
         raise KaldiError("No score in %s belongs to a trial in %s" % (scores_rx, trials_rx))
+    if return_keys:
+        return scores, labels[index] == "target", key1[index], key2[index]
     return scores, labels[index] == "target"

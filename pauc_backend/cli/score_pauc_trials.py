@@ -3,6 +3,9 @@
 import numpy as np
 
 from pauc_backend.cli.kaldi_cli import Tool
+from pauc_backend.cli.score_normalization import (HELP_TEXT, check_score_norm_options,
+                                                  normalizing_score_fn,
+                                                  register_score_norm_options)
 from pauc_backend.cli.trial_scoring import index_keys, score_trial_list
 from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import read_matrix, read_vector_table
@@ -20,11 +23,12 @@ with float64 to about 1e-6 relative.
 
 Usage: score-pauc-trials [options] <metric> <enroll-vector-rspecifier> <test-vector-rspecifier> <trials-rxfilename> <scores-wxfilename>
 e.g.: score-pauc-trials exp/metric ark:exp/enroll_latent.ark ark:exp/test_latent.ark data/trials scores/pauc
-"""
+""" + HELP_TEXT
 
 tool = Tool("score-pauc-trials", USAGE)
 tool.register("num-utts", "", "Accepted for symmetry with score-plda-trials and ignored: the "
               "number of utterances enters through transform-plda-latent --num-utts")
+register_score_norm_options(tool, "vectors in the metric's input space, like the inputs")
 
 SUB_CHUNK = 1 << 16
 DENSE_FACTOR = 8      # Gram block if (#enroll x #test in a chunk) <= this x #trials
@@ -47,6 +51,7 @@ def read_projected(rspecifier, A, what):
 def run(opts, args):
     metric_rx, enroll_rspecifier, test_rspecifier, trials_rx, scores_wx = args
     log = tool.log
+    check_score_norm_options(opts)
     M = np.asarray(read_matrix(metric_rx), dtype=np.float64)
     if M.ndim != 2 or M.shape[0] != M.shape[1] or not M.size:
         raise KaldiError("Metric in %s must be a square matrix, got %s" % (metric_rx, M.shape))
@@ -80,6 +85,20 @@ def run(opts, args):
             diff -= Yt32[test_rows[start:start + SUB_CHUNK]]
             out[start:start + SUB_CHUNK] = np.einsum("ij,ij->i", diff, diff)
         return -out
+
+    if opts.score_norm != "none":
+        cohort_keys, Yc = read_projected(opts.cohort, A, "cohort")
+        qc, Yc_t = np.einsum("ij,ij->i", Yc, Yc), np.ascontiguousarray(Yc.T)
+
+        def grid_of(Y, q):
+            def grid(start, stop):      # -(squared distance), as score_fn
+                dist = q[start:stop, None] + qc[None, :] - 2.0 * (Y[start:stop] @ Yc_t)
+                return -np.maximum(dist, 0.0)
+            return grid
+
+        score_fn = normalizing_score_fn(log, opts, score_fn, len(cohort_keys),
+                                        (enroll_keys, grid_of(Ye, qe)),
+                                        (test_keys, grid_of(Yt, qt)))
 
     num_done = score_trial_list(log, trials_rx, scores_wx, enroll_keys, test_keys, score_fn)
     return 0 if num_done else 1

@@ -5,6 +5,9 @@ import numpy as np
 from pauc_backend.cli.kaldi_cli import Tool, format_float
 from pauc_backend.cli.transform_plda_latent import (read_plda_model, read_transformed,
                                                      register_plda_options)
+from pauc_backend.cli.score_normalization import (HELP_TEXT, check_score_norm_options,
+                                                  normalizing_score_fn,
+                                                  register_score_norm_options)
 from pauc_backend.cli.trial_scoring import score_trial_list
 from pauc_backend.errors import KaldiError
 
@@ -18,16 +21,43 @@ the number of utterances per speaker (default 1), which affects the scoring.
 
 Usage: score-plda-trials [options] <plda> <enroll-vector-rspecifier> <test-vector-rspecifier> <trials-rxfilename> <scores-wxfilename>
 e.g.: score-plda-trials --num-utts=ark:exp/enroll_num_utts.ark exp/plda ark:exp/enroll_final.ark ark:exp/test_final.ark data/trials scores/plda
+""" + HELP_TEXT + """Here each cohort vector counts as one utterance (it is the test side of an enrollment's
+cohort trials and the enrollment side, n = 1, of a test vector's); the enrollment vectors
+keep their --num-utts.
 """
 
 tool = Tool("score-plda-trials", USAGE)
 register_plda_options(tool)
+register_score_norm_options(tool, "vectors in the same space as the inputs (before the PLDA "
+                            "transform, like them)")
+
+
+def cohort_grids(plda, U_enroll, U_test, U_cohort, num_utts):
+    """Grid functions of the enrollment and the test vectors against the cohort, scored by
+    PLDA.score_pairs (the tool's own scoring): enrollment x cohort with the enrollment's
+    num_utts, cohort (one utterance) x test."""
+    num_cohort = U_cohort.shape[0]
+    cohort_rows = np.arange(num_cohort)
+
+    def enroll_grid(start, stop):
+        rows = np.repeat(np.arange(start, stop), num_cohort)
+        llr = plda.score_pairs(U_enroll, U_cohort, rows, np.tile(cohort_rows, stop - start),
+                               num_utts)
+        return llr.reshape(stop - start, num_cohort)
+
+    def test_grid(start, stop):
+        rows = np.repeat(np.arange(start, stop), num_cohort)
+        llr = plda.score_pairs(U_cohort, U_test, np.tile(cohort_rows, stop - start), rows, 1)
+        return llr.reshape(stop - start, num_cohort)
+
+    return enroll_grid, test_grid
 
 
 def run(opts, args):
     plda_rxfilename, enroll_rspecifier, test_rspecifier, trials_rxfilename, scores_wx = args
     plda = read_plda_model(plda_rxfilename)
     log = tool.log
+    check_score_norm_options(opts)
     log.log("Reading train iVectors")
     enroll_keys, U_enroll, num_utts, factors, num_errors = read_transformed(
         log, plda, enroll_rspecifier, opts, opts.num_utts,
@@ -48,6 +78,13 @@ def run(opts, args):
 
     def score_fn(enroll_rows, test_rows):
         return plda.score_pairs(U_enroll, U_test, enroll_rows, test_rows, num_utts)
+
+    if opts.score_norm != "none":
+        cohort_keys, U_cohort, _, _, _ = read_transformed(
+            log, plda, opts.cohort, opts, "", "Duplicate cohort vector found for key %s")
+        enroll_grid, test_grid = cohort_grids(plda, U_enroll, U_test, U_cohort, num_utts)
+        score_fn = normalizing_score_fn(log, opts, score_fn, len(cohort_keys),
+                                        (enroll_keys, enroll_grid), (test_keys, test_grid))
 
     num_done = score_trial_list(log, trials_rxfilename, scores_wx, enroll_keys, test_keys,
                                 score_fn)

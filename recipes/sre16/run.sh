@@ -18,7 +18,11 @@
 #   11  TripletMetric / pAUCMetric training on length-normalised vectors and in the latent
 #       spaces of the PLDA and the adapted PLDA
 #   12  Cosine and metric scoring            -> exp/scores/sre16_eval_scores_{cosine,<loss>_<prep>}
-# Each scoring stage echoes EER, minDCF (p-target 0.01) and pAUC[0,0.01], pooled and per language.
+# Each scoring stage echoes EER, minDCF (p-target 0.01) and pAUC[0,0.01], pooled and per language,
+# and SRE16's primary metric: Cprimary = mean of the minDCF at p-target 0.01 and 0.005 of the
+# rates equalised over partitions (compute-eer-pauc --partitions; NIST's equalised scoring).
+# The partitions are the trial languages (trials_tgl, trials_yue) unless --partitions gives a
+# file of <enroll> <test> <partition> lines, e.g. language x gender from the NIST key.
 # With --nj N the trial list is split into N parts scored as JOB=1:N jobs through $train_cmd
 # (from the egs directory's cmd.sh: run.pl, queue.pl or slurm.pl) and merged in order: the
 # merged file is identical to --nj 1.
@@ -33,6 +37,7 @@ nj=1                # parallel scoring jobs
 lda_dim=150         # as egs/sre16/v2
 losses="pauc triplet"
 metric_opts=        # extra options for train-pauc-metric, e.g. "--num-iters=200"
+partitions=         # <enroll> <test> <partition> file for the equalised Cprimary (default: language)
 help_message="Usage: $0 [options] [<egs-dir>]
   --stage N          first stage (8..12; default $stage)
   --stop-stage N     last stage
@@ -40,7 +45,9 @@ help_message="Usage: $0 [options] [<egs-dir>]
   --nj N             parallel scoring jobs through \$train_cmd (default $nj)
   --lda-dim N        LDA dimension (default $lda_dim)
   --losses L         metrics to train, among \"pauc triplet\" (default \"$losses\")
-  --metric-opts S    extra options for train-pauc-metric"
+  --metric-opts S    extra options for train-pauc-metric
+  --partitions F     <enroll> <test> <partition> lines for the equalised Cprimary
+                     (default: the trial's language, from trials_tgl and trials_yue)"
 if [ -f "$script_dir/../common/utils/parse_options.sh" ]; then
   . "$script_dir/../common/utils/parse_options.sh" || exit 1
 else
@@ -71,9 +78,29 @@ test_lda="ark:$subtract_mean $major/mean.vec scp:$test/xvector.scp ark:- | $tran
 train_lda="ark:$subtract_mean scp:$train/xvector.scp ark:- | $transform_vec $train/transform.mat ark:- ark:- |"
 num_utts=ark:$enroll/num_utts.ark
 
-# report <label> <scores>: EER, minDCF and pAUC, pooled and per language, as Kaldi echoes EER.
+# The partitions of the equalised Cprimary: --partitions, or the language of each trial.
+partitions_file() {
+  if [ -n "$partitions" ]; then
+    echo $partitions
+  elif [ -f $sre16_trials_tgl ] && [ -f $sre16_trials_yue ]; then
+    mkdir -p exp/scores || return 1
+    { awk '{print $1, $2, "tgl"}' $sre16_trials_tgl && awk '{print $1, $2, "yue"}' $sre16_trials_yue; } \
+      > exp/scores/sre16_eval_partitions || return 1
+    echo exp/scores/sre16_eval_partitions
+  fi
+}
+
+# c_primary <scores> <trials>: SRE16's equalised minimum Cprimary (p-target 0.01 and 0.005).
+c_primary() {
+  compute-eer-pauc --report=json --p-target=0.01,0.005 --partitions=$(partitions_file) "$1" "$2" \
+    2> >(grep -v '^LOG\|^compute-eer-pauc \|^WARNING.*have no trial in' >&2) |
+    python3 -c 'import json, sys; print("%.4f" % json.load(sys.stdin)["c_primary"])'
+}
+
+# report <label> <scores>: EER, minDCF, pAUC and Cprimary, pooled and per language, as Kaldi
+# echoes EER.
 report() {
-  local label=$1 scores=$2 name eer_line= dcf_line= pauc_line= eer mindcf1 mindcf2 pauc
+  local label=$1 scores=$2 name eer_line= dcf_line= pauc_line= cp_line= eer mindcf1 mindcf2 pauc cp
   for name in Pooled:$sre16_trials Tagalog:$sre16_trials_tgl Cantonese:$sre16_trials_yue; do
     [ -f "${name#*:}" ] || continue
     read -r eer mindcf1 mindcf2 pauc <<< "$(evaluate $scores ${name#*:})" || return 1
@@ -81,10 +108,15 @@ report() {
     eer_line+="${eer_line:+, }${name%%:*} $eer%"
     dcf_line+="${dcf_line:+, }${name%%:*} $mindcf1"
     pauc_line+="${pauc_line:+, }${name%%:*} $pauc"
+    if [ -n "$(partitions_file)" ]; then
+      cp=$(c_primary $scores ${name#*:}) && [ -n "$cp" ] || return 1
+      cp_line+="${cp_line:+, }${name%%:*} $cp"
+    fi
   done
   echo "$label, EER: $eer_line"
   echo "$label, minDCF(p-target=0.01): $dcf_line"
   echo "$label, pAUC[0,0.01]: $pauc_line"
+  [ -z "$cp_line" ] || echo "$label, equalised Cprimary: $cp_line"
 }
 
 if [ $stage -le 8 ] && [ $stop_stage -ge 8 ]; then

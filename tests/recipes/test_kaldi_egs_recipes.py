@@ -136,6 +136,32 @@ def test_sre16_echoes_kaldi_eer_and_mindcf_pooled_and_per_language(sre16):
                    for line in stdout.splitlines()), stdout
 
 
+def _equalised_min_dcf(values, labels, part, prior):
+    """Per-threshold brute force: miss / false-alarm rates of each partition, averaged."""
+    best = np.inf
+    for thr in np.unique(values):
+        miss = np.mean([np.mean(values[(part == p) & labels] <= thr) for p in np.unique(part)])
+        fa = np.mean([np.mean(values[(part == p) & ~labels] > thr) for p in np.unique(part)])
+        best = min(best, prior * miss + (1 - prior) * fa)
+    return best / prior
+
+
+def test_sre16_echoes_equalised_cprimary_pooled_and_per_language(sre16):
+    golden, _, stdout = sre16
+    keys, values = read_score_file(golden / "scores" / "plda_numutts")
+    labels = np.array([l.split()[2] == "target"
+                       for l in (golden / "data/trials").read_text().splitlines()])
+    part = np.array(["tgl" if k[0] in TAGALOG else "yue" for k in keys])
+    expected = []
+    for name, keep in (("Pooled", part == part), ("Tagalog", part == "tgl"),
+                       ("Cantonese", part == "yue")):
+        c_primary = np.mean([_equalised_min_dcf(values[keep], labels[keep], part[keep], p)
+                             for p in (0.01, 0.005)])
+        expected.append("%s %.4f" % (name, c_primary))
+    assert "Using Out-of-Domain PLDA, equalised Cprimary: " + ", ".join(expected) \
+        in stdout.splitlines(), stdout
+
+
 def test_sre16_new_back_ends_report_every_system(sre16):
     _, egs, stdout = sre16
     for label in ("Cosine", "pAUCMetric (length-norm)", "pAUCMetric (PLDA latent)",

@@ -1,0 +1,150 @@
+"""compute-eer-pauc's --bootstrap and --partitions: option parsing, the keyed inputs (utt2spk,
+partitions table) and calls into pauc_backend.metrics.bootstrap / .equalized.
+
+The partitions file is a keyed ``<key1> <key2> <partition>`` table joined to the scored trials
+with the same exact key join as the scores (score_label_input's factorisation of key pairs).
+"""
+
+import numpy as np
+
+from pauc_backend.cli.kaldi_cli import UsageError, format_float
+from pauc_backend.cli.score_label_input import _factorize, _key_rows
+from pauc_backend.errors import KaldiError
+from pauc_backend.kaldi_io import read_token_table, read_trials
+from pauc_backend.metrics.bootstrap import (ClusterBootstrap, bootstrap_statistics,
+                                            confidence_summary)
+from pauc_backend.metrics.equalized import equalized_summary
+
+HELP_TEXT = """
+--bootstrap=N adds percentile confidence intervals (level --confidence) for EER, each
+minDCF, pAUC and AUC from N resamples of a two-way cluster bootstrap: the enrollment keys
+(first column) and the test keys (second column) are resampled as clusters, independently,
+and trial (e, t) counts a_e * b_t times (Owen's pigeonhole bootstrap, 2007; cf. Poh, Martin
+& Bengio, IEEE TPAMI 2007, for users as the bootstrap unit). With --utt2spk keys are replaced
+by their speakers (keys not in it are speakers themselves). Needs the keyed (two-argument)
+form; the same --seed gives the same output.
+--partitions=FILE (lines <key1> <key2> <partition>) switches to NIST's equalised scoring:
+miss and false-alarm rates are averaged over partitions at each threshold, and EER (NIST's
+interpolated), minDCF, pAUC, AUC and actDCF come from those rates. Whenever --p-target holds
+0.01 and 0.005, the JSON report has c_primary (their mean minDCF: SRE16's Cprimary with
+--partitions) and, with --llr, act_c_primary."""
+
+
+def register_options(tool):
+    tool.register("bootstrap", 0, "Number of cluster-bootstrap resamples for confidence "
+                  "intervals (0: none)")
+    tool.register("seed", 0, "Seed of the bootstrap's random draws")
+    tool.register("confidence", 0.95, "Level of the bootstrap's percentile intervals")
+    tool.register("utt2spk", "", "Bootstrap clusters by speaker: rspecifier of a table "
+                  "<key> <speaker> for the trials' keys, e.g. ark:data/utt2spk")
+    tool.register("partitions", "", "NIST equalised scoring: file of lines <key1> <key2> "
+                  "<partition>, e.g. language x gender of each trial")
+
+
+def check_options(opts, num_args):
+    if opts.bootstrap < 0:
+        raise UsageError("--bootstrap must be >= 0 (got %d)" % opts.bootstrap)
+    if not 0 < opts.confidence < 1:
+        raise UsageError("--confidence must lie strictly between 0 and 1 (got %s)"
+                         % opts.confidence)
+    if (opts.bootstrap or opts.partitions) and num_args != 2:
+        raise UsageError("--bootstrap and --partitions need keys: give <scores> <trials>")
+    if opts.utt2spk and not opts.bootstrap:
+        raise UsageError("--utt2spk is only used by --bootstrap")
+    if opts.bootstrap and opts.partitions:
+        raise UsageError("--bootstrap and --partitions cannot be combined (the bootstrap "
+                         "resamples plain, not equalised, rates)")
+    if opts.bootstrap and opts.eer_method != "kaldi":
+        raise UsageError("--bootstrap computes Kaldi's EER; --eer-method=%s is not supported "
+                         "with it" % opts.eer_method)
+    if opts.partitions and opts.eer_method != "kaldi":
+        raise UsageError("--partitions uses NIST's equalised EER; drop --eer-method")
+
+
+def read_partitions(rx, key1, key2):
+    """Partition label of each scored trial (key1[i], key2[i]), from ``rx``."""
+    p_key1, p_key2, labels = read_trials(rx)
+    if p_key1.size == 0:
+        raise KaldiError("Empty partitions file %s" % rx)
+    if labels is None:
+        raise KaldiError("Partitions file %s needs three columns <key1> <key2> <partition>" % rx)
+    num = key1.size
+    codes = _factorize(_key_rows(np.concatenate([key1, p_key1]),
+                                 np.concatenate([key2, p_key2])))
+    trial_codes, table_codes = codes[:num], codes[num:]
+    counts = np.bincount(table_codes, minlength=int(codes.max()) + 1)
+    if counts.max(initial=0) > 1:
+        line = int(np.flatnonzero(counts[table_codes] > 1)[0])
+        raise KaldiError("Trial '%s %s' appears twice in partitions file %s"
+                         % (p_key1[line], p_key2[line], rx))
+    row_of_code = np.full(counts.size, -1, dtype=np.int64)
+    row_of_code[table_codes] = np.arange(table_codes.size)
+    rows = row_of_code[trial_codes]
+    missing = np.flatnonzero(rows < 0)
+    if missing.size:
+        raise KaldiError("%d scored trials have no partition in %s (first: '%s %s')"
+                         % (missing.size, rx, key1[missing[0]], key2[missing[0]]))
+    return np.asarray(labels)[rows]
+
+
+def _speakers(keys, table):
+    return np.array([table.get(key, key) for key in keys.tolist()])
+
+
+def bootstrap_confidence(log, opts, scores, is_target, key1, key2, p_targets):
+    """The ``"confidence"`` dict of the report."""
+    enroll, test = key1, key2
+    if opts.utt2spk:
+        table = read_token_table(opts.utt2spk)
+        unique1, unique2 = np.unique(key1), np.unique(key2)
+        log.log("Clusters by speaker from %s: %d of %d enrollment keys and %d of %d test keys "
+                "found in it" % (opts.utt2spk, int(np.isin(unique1, list(table)).sum()),
+                                 unique1.size, int(np.isin(unique2, list(table)).sum()),
+                                 unique2.size))
+        u1, inv1 = np.unique(key1, return_inverse=True)
+        u2, inv2 = np.unique(key2, return_inverse=True)
+        enroll = _speakers(u1, table)[inv1.ravel()]
+        test = _speakers(u2, table)[inv2.ravel()]
+    boot = ClusterBootstrap(scores, is_target, enroll, test)
+    stats = bootstrap_statistics(boot, opts.bootstrap, opts.seed, p_targets, opts.pauc_alpha,
+                                 opts.pauc_beta, opts.c_miss, opts.c_fa)
+    confidence, used = confidence_summary(stats, opts.confidence)
+    log.log("Bootstrap: %d resamples of %d enrollment and %d test clusters (seed %d)"
+            % (opts.bootstrap, boot.num_enroll, boot.num_test, opts.seed))
+    if used < opts.bootstrap:
+        log.warning("%d of %d resamples lost every target or every non-target and were "
+                    "dropped: too few clusters for a meaningful interval"
+                    % (opts.bootstrap - used, opts.bootstrap))
+    if used == 0:
+        raise KaldiError("No bootstrap resample kept both targets and non-targets")
+    return confidence
+
+
+def equalized(log, opts, scores, is_target, key1, key2, p_targets):
+    partitions = read_partitions(opts.partitions, key1, key2)
+    summary = equalized_summary(scores, is_target, partitions, p_targets, opts.pauc_alpha,
+                                opts.pauc_beta, opts.c_miss, opts.c_fa, opts.llr)
+    log.log("Equalised over %d partitions of %s (%d with targets, %d with non-targets)"
+            % (summary["num_partitions"], opts.partitions,
+               summary["num_partitions_with_targets"],
+               summary["num_partitions_with_nontargets"]))
+    return summary
+
+
+def log_extras(log, summary):
+    """LOG lines for c_primary and the intervals (--report=kaldi)."""
+    if "c_primary" in summary:
+        text = "Cprimary (mean minDCF at p-target 0.01 and 0.005) is %.4f" % summary["c_primary"]
+        if summary.get("act_c_primary") is not None:
+            text += ", actual %.4f" % summary["act_c_primary"]
+        log.log(text)
+    confidence = summary.get("confidence")
+    if confidence:
+        def show(pair, scale=1.0):
+            return "n/a" if pair is None else "[%s, %s]" % (format_float(scale * pair[0]),
+                                                           format_float(scale * pair[1]))
+        log.log("%g%% bootstrap intervals (%d resamples): EER %s%%, pAUC %s, AUC %s, minDCF %s"
+                % (100 * confidence["level"], confidence["resamples"],
+                   show(confidence["eer"], 100.0), show(confidence["pauc"]),
+                   show(confidence["auc"]),
+                   " ".join(show(pair) for pair in confidence["min_dcf"])))

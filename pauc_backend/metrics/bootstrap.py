@@ -1,0 +1,158 @@
+"""Two-way cluster bootstrap confidence intervals for EER, minDCF, pAUC and AUC (numpy only).
+
+Why clusters: the trials of a speaker-verification list are pairs (enrollment side, test side)
+that share their sides: one enrollment model meets every test segment and vice versa, so trials
+are not independent and resampling them one by one understates the uncertainty. The sides are
+the sampled units: Bolle, Ratha & Pankanti's subset bootstrap (Proc. AutoID 1999) resamples
+users instead of scores, and Poh, Martin & Bengio (IEEE TPAMI 29(3):492-498, 2007) extend it to
+a two-step bootstrap over users and samples for speaker-verification (NIST SRE 2005) DET
+curves. A trial list is a crossed design (every trial sits in one enrollment cluster and one
+test cluster), so we use the two-way ("pigeonhole") bootstrap of Owen (Ann. Appl. Stat. 1(2):
+386-411, 2007), which resamples both factors independently:
+
+    each resample draws E enrollment clusters out of E with replacement (multiplicity a_e) and,
+    independently, T test clusters out of T (multiplicity b_t); trial (e, t) then appears
+    a_e * b_t times, and every metric is computed on that repeated trial list.
+
+A cluster is a key of the trial list's first / second column, or its speaker when an utt2spk
+table is given (keys not in it are their own speaker). Intervals are percentile intervals
+(Efron & Tibshirani 1993, ch. 13) at the given level over the resamples in which both classes
+remain; a resample without targets or non-targets (possible only with very few clusters) is
+dropped and counted.
+
+Speed: the trials are sorted once (``weighted.SortedTrials``); a resample is two gathers, a
+product and a cumulative sum over the trials plus O(#targets) work, computed from integer
+multiplicities (never a re-sort, never a repeated list). Each resample has its own generator
+spawned from the seed (``numpy.random.SeedSequence(seed).spawn``), so the draws, hence the
+output, do not depend on how resamples are spread over worker threads.
+"""
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from pauc_backend.metrics.weighted import SortedTrials
+
+__all__ = ["cluster_codes", "resample_multiplicities", "bootstrap_statistics",
+           "percentile_intervals", "confidence_summary", "ClusterBootstrap"]
+
+
+def cluster_codes(labels):
+    """Integer code per label (0..n-1, in order of first appearance) and n."""
+    labels = np.asarray(labels)
+    _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
+    rank = np.empty(first.size, dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(first.size)
+    return rank[inverse.ravel()], int(first.size)
+
+
+def _generators(seed, num_resamples):
+    return [np.random.Generator(np.random.PCG64(child))
+            for child in np.random.SeedSequence(seed).spawn(num_resamples)]
+
+
+def _draw(rng, num_enroll, num_test):
+    a = np.bincount(rng.integers(0, num_enroll, num_enroll), minlength=num_enroll)
+    b = np.bincount(rng.integers(0, num_test, num_test), minlength=num_test)
+    return a, b                    # int64: products and sums need no conversion
+
+
+def resample_multiplicities(seed, num_resamples, num_enroll, num_test):
+    """The (a, b) multiplicity vectors of each resample, exactly as ``bootstrap_statistics``
+    draws them (for tests and for anyone reproducing a run)."""
+    for rng in _generators(seed, num_resamples):
+        yield _draw(rng, num_enroll, num_test)
+
+
+class ClusterBootstrap:
+    """Trials sorted once with their enrollment and test cluster codes."""
+
+    def __init__(self, scores, is_target, enroll_cluster, test_cluster):
+        self.sorted = SortedTrials(scores, is_target)
+        self.enroll_code, self.num_enroll = cluster_codes(enroll_cluster)
+        self.test_code, self.num_test = cluster_codes(test_cluster)
+        if self.enroll_code.size != self.sorted.tar.size + self.sorted.non.size:
+            raise ValueError("need one enrollment and one test cluster per trial")
+        s = self.sorted
+        # intp indices: np.take converts any other index type on every call
+        self._tar_e = np.ascontiguousarray(self.enroll_code[s.order_tar], dtype=np.intp)
+        self._tar_t = np.ascontiguousarray(self.test_code[s.order_tar], dtype=np.intp)
+        self._non_e = np.ascontiguousarray(self.enroll_code[s.order_non], dtype=np.intp)
+        self._non_t = np.ascontiguousarray(self.test_code[s.order_non], dtype=np.intp)
+
+    def workspace(self):
+        """Buffers for ``statistics`` (one per thread): no allocation per resample."""
+        n = self.sorted.non.size
+        return (np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64),
+                np.zeros(n + 1, dtype=np.int64))
+
+    def statistics(self, a, b, p_targets, alpha, beta, c_miss, c_fa, work=None):
+        """[eer, pauc, auc, min_dcf...] of one resample (NaN: undefined), from multiplicities."""
+        w_non, other, cum_non = self.workspace() if work is None else work
+        a = np.asarray(a, dtype=np.int64)
+        b = np.asarray(b, dtype=np.int64)
+        w_tar = a[self._tar_e] * b[self._tar_t]
+        cum_tar = np.zeros(w_tar.size + 1, dtype=np.int64)
+        np.cumsum(w_tar, out=cum_tar[1:])
+        # mode="clip" (the indices are valid) lets np.take write into ``out`` directly
+        np.take(a, self._non_e, out=w_non, mode="clip")
+        np.take(b, self._non_t, out=other, mode="clip")
+        np.multiply(w_non, other, out=w_non)
+        np.cumsum(w_non, out=cum_non[1:])
+        out = self.sorted.evaluate_cumulative(w_tar, None, cum_tar, cum_non, p_targets, alpha,
+                                              beta, c_miss, c_fa, integer=True)
+        if out is None:
+            return np.full(3 + len(p_targets), np.nan)
+        pauc = np.nan if out["pauc"] is None else out["pauc"]
+        return np.array([out["eer"], pauc, out["auc"]] + out["min_dcf"])
+
+
+def bootstrap_statistics(boot, num_resamples, seed=0, p_targets=(0.01,), alpha=0.0, beta=0.01,
+                         c_miss=1.0, c_fa=1.0, workers=2):
+    """(num_resamples, 3 + len(p_targets)) array: eer, pauc, auc, min_dcf per prior."""
+    p_targets = list(p_targets)
+    rngs = _generators(seed, num_resamples)
+    stats = np.empty((num_resamples, 3 + len(p_targets)))
+
+    def work(rows):
+        buffers = boot.workspace()
+        for r in rows:
+            a, b = _draw(rngs[r], boot.num_enroll, boot.num_test)
+            stats[r] = boot.statistics(a, b, p_targets, alpha, beta, c_miss, c_fa, buffers)
+
+    chunks = [range(start, num_resamples, max(1, workers)) for start in range(max(1, workers))]
+    if workers > 1 and num_resamples > 1:
+        with ThreadPoolExecutor(workers) as pool:      # numpy releases the GIL in the gathers
+            list(pool.map(work, chunks))
+    else:
+        work(range(num_resamples))
+    return stats
+
+
+def percentile_intervals(stats, level=0.95):
+    """Percentile intervals per column: (lo, hi) arrays (NaN for a column never defined) and
+    the number of resamples used (rows without NaN in eer/auc)."""
+    if not 0 < level < 1:
+        raise ValueError("confidence level must lie strictly between 0 and 1, got %s" % level)
+    stats = np.asarray(stats, dtype=np.float64)
+    q = [(1 - level) / 2, (1 + level) / 2]
+    lo = np.full(stats.shape[1], np.nan)
+    hi = np.full(stats.shape[1], np.nan)
+    for col in range(stats.shape[1]):
+        values = stats[:, col][~np.isnan(stats[:, col])]
+        if values.size:
+            lo[col], hi[col] = np.quantile(values, q)
+    return lo, hi, int((~np.isnan(stats[:, 0])).sum())
+
+
+def confidence_summary(stats, level):
+    """``(confidence, used)``: the ``"confidence"`` object of compute-eer-pauc's JSON report and
+    the number of resamples in which both classes remained."""
+    lo, hi, used = percentile_intervals(stats, level)
+
+    def pair(col):
+        return None if np.isnan(lo[col]) else [float(lo[col]), float(hi[col])]
+
+    return {"level": float(level), "resamples": int(stats.shape[0]),
+            "eer": pair(0), "pauc": pair(1), "auc": pair(2),
+            "min_dcf": [pair(col) for col in range(3, stats.shape[1])]}, used

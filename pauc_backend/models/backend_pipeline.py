@@ -1,0 +1,239 @@
+"""One whole classical + pAUCMetric back-end, trained from raw vectors (numpy, no files).
+
+The pipeline is recipes/etri's (egs/sre16/v2 without adaptation): subtract the training mean,
+LDA (Kaldi's ivector-compute-lda), then
+
+* ``cosine``:      unit-length LDA vectors, dot product (ivector-compute-dot-products);
+* ``plda``:        length-normalised (sqrt(dim)) LDA vectors, Kaldi PLDA LLR with num_utts
+                   (ivector-plda-scoring);
+* ``pauc_lnorm``:  pAUCMetric (paper Alg. 1) on the unit-length LDA vectors ("length-norm");
+* ``pauc_latent``: pAUCMetric on the PLDA latent vectors (Plda::TransformIvector with
+                   num_utts, the paper's "PLDA-based" preprocessing, Section V-B).
+
+Enrollment vectors may be speaker means of raw vectors (``num_utts`` > 1), as ETRI's.
+Every score is -S (eq. 1) or an LLR: higher means more likely the same speaker.
+
+A system name with the suffix ``:as`` (e.g. ``plda:as``) is that system's score after adaptive
+symmetric score normalisation (AS-norm, models.score_norm) against a cohort of the TRAINING
+speakers' mean vectors (raw speaker means, scored as enrollments of their size where that
+matters, i.e. for PLDA), with the ``asnorm_top_n`` highest cohort scores of each side.
+"""
+
+import numpy as np
+
+from pauc_backend.models.lda import LDA
+from pauc_backend.models.metric_learning import PaucMetric, metric_factor
+from pauc_backend.models.plda import PLDA
+from pauc_backend.models.preprocessing import normalize_length
+from pauc_backend.models.score_norm import blockwise_cohort_statistics, normalize_scores
+
+SYSTEMS = ("cosine", "plda", "pauc_lnorm", "pauc_latent")
+NORMS = ("as",)
+
+
+def base_system(name):
+    """'plda:as' -> 'plda'; ValueError for an unknown system or normalisation."""
+    base, _, norm = name.partition(":")
+    if base not in SYSTEMS or (norm and norm not in NORMS):
+        raise ValueError("unknown system %r (known: %s, each optionally with :as)"
+                         % (name, ", ".join(SYSTEMS)))
+    return base
+
+# The metric options of train-pauc-metric as shipped (models.metric_learning).
+DEFAULT_METRIC_PARAMS = {}
+
+
+class BackendPipeline:
+    """Mean + LDA(lda_dim) + PLDA + the pAUCMetrics needed by ``systems``.
+
+    ``metric_params``: keyword arguments of PaucMetric (alpha/beta/seed are set from here too).
+    ``systems``: names of SYSTEMS, optionally with ``:as`` (AS-norm, see the module doc).
+    """
+
+    def __init__(self, lda_dim=100, systems=SYSTEMS, metric_params=None, alpha=0.0,
+                 beta=0.01, asnorm_top_n=100, random_state=0):
+        self.lda_dim = lda_dim
+        self.asnorm_top_n = asnorm_top_n
+        self.systems = systems
+        self.metric_params = metric_params
+        self.alpha = alpha
+        self.beta = beta
+        self.random_state = random_state
+
+    def _metric(self):
+        params = dict(DEFAULT_METRIC_PARAMS, **(self.metric_params or {}))
+        params.update(alpha=self.alpha, beta=self.beta, random_state=self.random_state)
+        return PaucMetric(**params)
+
+    def fit(self, X, y, n_jobs=1):
+        """Train every piece on raw vectors X (n, D) with speaker labels y; with n_jobs > 1
+        the two pAUCMetrics train in parallel (forked) processes, with identical results."""
+        X = np.asarray(X, dtype=np.float32)
+        y = np.asarray(y)
+        bases = self._bases()
+        self.__dict__.pop("_cohort_feats", None)
+        # float32, as compute-vector-mean writes it and subtract-vector-mean applies it
+        self.mean_ = X.astype(np.float64).mean(axis=0).astype(np.float32)
+        centred = X - self.mean_
+        self.lda_ = LDA(dim=int(self.lda_dim)).fit(centred, y)
+        Z = self.lda_.transform(centred)
+        self.plda_ = None
+        if {"plda", "pauc_latent"} & bases:
+            self.plda_ = PLDA().fit(normalize_length(Z)[0], y)
+        jobs = []
+        if "pauc_lnorm" in bases:
+            jobs.append(("pauc_lnorm", normalize_length(Z, scaleup=False)[0]))
+        if "pauc_latent" in bases:
+            jobs.append(("pauc_latent", self.plda_.transform(normalize_length(Z)[0], 1)[0]))
+        if int(n_jobs) > 1 and len(jobs) > 1:
+            import multiprocessing
+            global _SHARED
+            _SHARED = (self, y, jobs)
+            try:
+                with multiprocessing.get_context("fork").Pool(len(jobs)) as pool:
+                    fitted = pool.map(_fit_metric, range(len(jobs)))
+            finally:
+                _SHARED = None
+        else:
+            fitted = [self._metric().fit(feats, y) for _, feats in jobs]
+        self.metrics_ = {name: metric for (name, _), metric in zip(jobs, fitted)}
+        self.cohort_ = self.cohort_counts_ = None
+        if any(":" in s for s in self.systems):
+            labels, index, counts = np.unique(y, return_inverse=True, return_counts=True)
+            sums = np.zeros((labels.size, X.shape[1]))
+            np.add.at(sums, index.reshape(-1), X.astype(np.float64))
+            self.cohort_ = (sums / counts[:, None]).astype(np.float32)
+            self.cohort_counts_ = counts
+        return self
+
+    def _bases(self):
+        return {base_system(s) for s in self.systems}
+
+    @classmethod
+    def from_parts(cls, systems, mean, lda_affine, plda=None, metrics=None, cohort=None,
+                   cohort_counts=None, asnorm_top_n=100):
+        """A fitted pipeline from stored pieces: the float32 mean, the LDA affine matrix
+        [A | b] (transform.mat), a PLDA (models.plda.PLDA) and {system: Mahalanobis M}."""
+        pipe = cls(lda_dim=np.asarray(lda_affine).shape[0], systems=tuple(systems),
+                   asnorm_top_n=asnorm_top_n)
+        pipe.cohort_ = None if cohort is None else np.asarray(cohort, dtype=np.float32)
+        pipe.cohort_counts_ = None if cohort is None else np.asarray(cohort_counts)
+        if any(":" in s for s in pipe.systems) and pipe.cohort_ is None:
+            raise ValueError("stored back-end lacks the AS-norm cohort")
+        pipe.mean_ = np.asarray(mean, dtype=np.float32)
+        pipe.lda_ = LDA(dim=pipe.lda_dim)
+        pipe.lda_.affine_matrix_ = np.asarray(lda_affine, dtype=np.float32)
+        pipe.plda_ = plda
+        pipe.metrics_ = {}
+        for name, M in (metrics or {}).items():
+            metric = PaucMetric()
+            metric.metric_ = np.asarray(M, dtype=np.float64)
+            metric.components_ = metric_factor(metric.metric_)[0]
+            pipe.metrics_[name] = metric
+        bases = pipe._bases()
+        missing = [s for s in bases if s.startswith("pauc") and s not in pipe.metrics_]
+        if missing or (pipe.plda_ is None and {"plda", "pauc_latent"} & bases):
+            raise ValueError("stored back-end lacks the pieces of %s"
+                             % ", ".join(missing or ["plda"]))
+        return pipe
+
+    def _base_features(self, X, num_utts, bases):
+        X = np.asarray(X, dtype=np.float32)
+        Z = self.lda_.transform(X - self.mean_)
+        out = {}
+        unit = normalize_length(Z, scaleup=False)[0].astype(np.float64)
+        if "cosine" in bases:
+            out["cosine"] = unit
+        if "pauc_lnorm" in bases:
+            out["pauc_lnorm"] = self.metrics_["pauc_lnorm"].transform(unit)
+        if self.plda_ is not None and {"plda", "pauc_latent"} & bases:
+            U = self.plda_.transform(normalize_length(Z)[0], num_utts)[0]
+            if "plda" in bases:
+                out["plda"] = U
+            if "pauc_latent" in bases:
+                out["pauc_latent"] = self.metrics_["pauc_latent"].transform(U)
+        return out
+
+    def features(self, X, num_utts=1):
+        """Per-system features of raw vectors X (num_utts: vectors averaged per row); with
+        AS-norm systems also each row's cohort statistics under the key (system, "stats")."""
+        bases = self._bases()
+        out = self._base_features(X, num_utts, bases)
+        normed = {base_system(s) for s in self.systems if ":" in s}
+        if normed:
+            if not hasattr(self, "_cohort_feats"):
+                self._cohort_feats = self._base_features(self.cohort_, self.cohort_counts_,
+                                                         normed)
+            n = out[next(iter(normed))].shape[0]
+            rows = np.arange(n)
+            for base in normed:
+                C = self._cohort_feats[base]
+                crow = np.arange(C.shape[0])
+
+                def block(start, stop, base=base, C=C):
+                    e = np.repeat(crow, stop - start)
+                    t = np.tile(rows[start:stop], C.shape[0])
+                    sc = self._pair_scores(base, C, out[base], e, t, self.cohort_counts_)
+                    return sc.reshape(C.shape[0], stop - start).T
+
+                out[base, "stats"] = blockwise_cohort_statistics(
+                    block, n, min(int(self.asnorm_top_n), C.shape[0]), block=512)
+        return out
+
+    def _pair_scores(self, base, E, T, enroll_rows, test_rows, num_utts):
+        if base == "plda":
+            return self.plda_.score_pairs(E, T, enroll_rows, test_rows, num_utts)
+        if base == "cosine":
+            return _row_dots(E, T, enroll_rows, test_rows)
+        # -S = -(|a|^2 + |b|^2 - 2 a.b) in the metric's projected space
+        qe = np.einsum("ij,ij->i", E, E)
+        qt = np.einsum("ij,ij->i", T, T)
+        dots = _row_dots(E, T, enroll_rows, test_rows)
+        return -np.maximum(qe[enroll_rows] + qt[test_rows] - 2.0 * dots, 0.0)
+
+    def score(self, enroll_feats, test_feats, enroll_rows, test_rows, num_utts=1):
+        """(n_trials, len(systems)) scores, columns in ``self.systems`` order, of the trials
+        (enroll_feats[enroll_rows], test_feats[test_rows]); feats come from ``features``."""
+        enroll_rows = np.asarray(enroll_rows, dtype=np.intp)
+        test_rows = np.asarray(test_rows, dtype=np.intp)
+        out = np.empty((enroll_rows.size, len(self.systems)))
+        raw = {}
+        for col, system in enumerate(self.systems):
+            base = base_system(system)
+            if base not in raw:
+                raw[base] = self._pair_scores(base, enroll_feats[base], test_feats[base],
+                                              enroll_rows, test_rows, num_utts)
+            if ":" in system:
+                em, es = enroll_feats[base, "stats"]
+                tm, ts = test_feats[base, "stats"]
+                out[:, col] = normalize_scores(raw[base], "as", em[enroll_rows],
+                                               es[enroll_rows], tm[test_rows], ts[test_rows])
+            else:
+                out[:, col] = raw[base]
+        return out
+
+
+_SHARED = None
+
+
+def _fit_metric(index):
+    """One pAUCMetric of BackendPipeline.fit in a forked worker process."""
+    pipe, y, jobs = _SHARED
+    return pipe._metric().fit(jobs[index][1], y)
+
+
+def _row_dots(E, T, enroll_rows, test_rows, block=1 << 16):
+    """E[enroll_rows[k]] . T[test_rows[k]] for each k: a dense Gram block when the distinct
+    rows are few (the usual every-model-against-every-test design), else blocked gathers."""
+    used_e = np.unique(enroll_rows)
+    used_t = np.unique(test_rows)
+    n = enroll_rows.size
+    if used_e.size * used_t.size <= 8 * n + 65536:
+        gram = E[used_e] @ T[used_t].T
+        return gram[np.searchsorted(used_e, enroll_rows), np.searchsorted(used_t, test_rows)]
+    out = np.empty(n)
+    for start in range(0, n, block):
+        stop = start + block
+        out[start:stop] = np.einsum("ij,ij->i", E[enroll_rows[start:stop]],
+                                    T[test_rows[start:stop]])
+    return out
