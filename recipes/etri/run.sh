@@ -14,10 +14,13 @@
 #   1  mean.vec (train), enrollment speaker means, LDA, PLDA
 #   2  preprocessed vectors: LDA + unit length ("length-norm") and PLDA latent ("PLDA-based")
 #   3  train-pauc-metric --loss=pauc|triplet on each preprocessing (defaults as shipped)
-#   4  scoring: Cosine, PLDA, TripletMetric and pAUCMetric with both preprocessings
+#   4  scoring: Cosine, PLDA, TripletMetric and pAUCMetric with both preprocessings; with
+#      --asnorm, the systems named also with AS-norm (cohort: the training speakers' mean
+#      vectors in each system's input space, steps/make_cohorts.sh at the end of stage 2)
 #   5  pAUCMetric (auto): train-pauc-auto --enroll-utts=3 (minutes), score-pauc-auto
 #   6  calibration, 2-fold over the enrolled speakers
-#   7  results table ($exp/results.md) and DET/ROC plots
+#   7  results table ($exp/results.md), DET/ROC plots; with --bootstrap N, the 95 % intervals
+#      (two-way cluster bootstrap over the speakers of both trial sides)
 # The stage code is shared with recipes/timit: steps/ (recipes/common/steps). Each stage is
 # printed with its elapsed time; the tools' output goes to $exp/log/*.log.
 # The LDA sweep and the gamma/mu grid of RESULTS.md are steps/lda_sweep.sh and
@@ -42,6 +45,9 @@ preps="lnorm plda"
 metric_opts=        # extra options for train-pauc-metric (none: the shipped defaults)
 auto=true           # stage 5: pAUCMetric (auto)
 auto_opts=          # extra options for train-pauc-auto (none: the shipped defaults)
+asnorm=             # systems also scored with AS-norm (<system>_asnorm), e.g. "cosine plda"
+top_n=100           # AS-norm: the top-N cohort scores of each side (cohort: training speakers)
+bootstrap=0         # resamples of the cluster bootstrap for the intervals table (0: none)
 enroll_utts=3       # utterances averaged per enrolled speaker (ETRI's design), for train-pauc-auto
 nj=2                # jobs run at once (metric training, scoring, calibration)
 help_message="Usage: $0 [options] [<data-dir>]
@@ -55,6 +61,10 @@ help_message="Usage: $0 [options] [<data-dir>]
   --metric-opts S   extra options for train-pauc-metric
   --auto B          train and score pAUCMetric (auto) (true|false, default $auto)
   --auto-opts S     extra options for train-pauc-auto (e.g. \"--seed=1\")
+  --asnorm S        systems also scored with AS-norm, e.g. \"cosine plda pauc_lnorm pauc_plda\"
+                    (cohort: the training speakers' mean vectors; default none)
+  --top-n N         AS-norm: top-N cohort scores of each side (default $top_n)
+  --bootstrap N     resamples for a table of 95 % intervals, e.g. 1000 (default 0: none)
   --nj N            jobs at once (default $nj)
 Each stage is printed with its elapsed time; logs go to <dir>/<exp>/log/."
 . utils/parse_options.sh || exit 1
@@ -84,6 +94,11 @@ for prep in $preps; do
   [ $prep = lnorm ] && systems+=" cosine" || systems+=" plda"
   for loss in $losses; do metric_systems+=" ${loss}_$prep"; systems+=" ${loss}_$prep"; done
 done
+scored=$systems
+for system in $asnorm; do
+  [[ " $systems " == *" $system "* ]] && scored+=" ${system}_asnorm"
+done
+systems=$scored
 $auto && systems+=" pauc_auto"
 # The evaluation sides, raw: the enrolled speakers' mean vectors (stage 1), the test vectors.
 enroll=scp:$exp/enroll_spk_xvector.scp
@@ -113,6 +128,9 @@ if [ $stage -le 2 ] && [ $stop_stage -ge 2 ]; then
   steps/preprocess.sh --cmd "$train_cmd" --nj $nj --num-utts $num_utts $exp enroll \
     $enroll || exit 1
   steps/preprocess.sh --cmd "$train_cmd" --nj $nj $exp test $test || exit 1
+  if [ -n "$asnorm" ]; then
+    steps/make_cohorts.sh --cmd "$train_cmd" --nj $nj $data/train $exp || exit 1
+  fi
   stage_end
 fi
 
@@ -126,8 +144,8 @@ fi
 
 if [ $stage -le 4 ] && [ $stop_stage -ge 4 ]; then
   stage_begin 4 "scoring $(wc -l < $trials) trials"
-  steps/score.sh --cmd "$train_cmd" --nj $nj --num-utts $num_utts $trials $exp $enroll $test \
-    ${systems/ pauc_auto/} || exit 1
+  steps/score.sh --cmd "$train_cmd" --nj $nj --top-n $top_n --num-utts $num_utts $trials $exp \
+    $enroll $test ${systems/ pauc_auto/} || exit 1
   stage_end
 fi
 
@@ -148,7 +166,7 @@ fi
 
 if [ $stage -le 7 ] && [ $stop_stage -ge 7 ]; then
   stage_begin 7 "results"
-  utils/results_table.sh --nj $nj \
+  utils/results_table.sh --nj $nj --bootstrap $bootstrap --utt2spk ark:$data/test/utt2spk \
     --title "ETRI i-vectors, LDA $lda_dim, $(wc -l < $trials) trials" \
     --plots $exp/det.png,$exp/roc.png $trials $exp/scores $exp/calibrated $systems \
     > $exp/results.md.tmp || exit 1

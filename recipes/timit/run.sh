@@ -16,10 +16,13 @@
 #   2  preprocessed vectors: LDA + unit length ("length-norm") and PLDA latent ("PLDA-based");
 #      the eval vectors serve as enrollment and as test side ({enroll,test}.scp -> eval.scp)
 #   3  train-pauc-metric --loss=pauc|triplet on each preprocessing (defaults as shipped)
-#   4  scoring: Cosine, PLDA, TripletMetric and pAUCMetric with both preprocessings
+#   4  scoring: Cosine, PLDA, TripletMetric and pAUCMetric with both preprocessings; with
+#      --asnorm, the systems named also with AS-norm (cohort: the training speakers' mean
+#      vectors in each system's input space, steps/make_cohorts.sh at the end of stage 2)
 #   5  pAUCMetric (auto): train-pauc-auto --enroll-utts=0 (minutes), score-pauc-auto
 #   6  calibration, 2-fold over the speakers of the first trial side
-#   7  results table ($exp/results.md) and DET/ROC plots
+#   7  results table ($exp/results.md), DET/ROC plots; with --bootstrap N, the 95 % intervals
+#      (two-way cluster bootstrap over the speakers of both trial sides)
 # Each stage is printed with its elapsed time; the tools' output goes to $exp/log/*.log.
 # The LDA sweep and the gamma/mu grid of RESULTS.md are steps/lda_sweep.sh and
 # steps/gamma_mu_grid.sh; local/make_results.sh writes RESULTS.md.
@@ -43,6 +46,9 @@ preps="lnorm plda"
 metric_opts=        # extra options for train-pauc-metric (none: the shipped defaults)
 auto=true           # stage 5: pAUCMetric (auto)
 auto_opts=          # extra options for train-pauc-auto (none: the shipped defaults)
+asnorm=             # systems also scored with AS-norm (<system>_asnorm), e.g. "cosine plda"
+top_n=100           # AS-norm: the top-N cohort scores of each side (cohort: training speakers)
+bootstrap=0         # resamples of the cluster bootstrap for the intervals table (0: none)
 nj=2                # jobs run at once (metric training, scoring, calibration)
 help_message="Usage: $0 [options] [<data-dir>]
   --stage N         first stage (0..7; default $stage)
@@ -55,6 +61,10 @@ help_message="Usage: $0 [options] [<data-dir>]
   --metric-opts S   extra options for train-pauc-metric
   --auto B          train and score pAUCMetric (auto) (true|false, default $auto)
   --auto-opts S     extra options for train-pauc-auto (e.g. \"--seed=1\")
+  --asnorm S        systems also scored with AS-norm, e.g. \"cosine plda pauc_lnorm pauc_plda\"
+                    (cohort: the training speakers' mean vectors; default none)
+  --top-n N         AS-norm: top-N cohort scores of each side (default $top_n)
+  --bootstrap N     resamples for a table of 95 % intervals, e.g. 1000 (default 0: none)
   --nj N            jobs at once (default $nj)
 Each stage is printed with its elapsed time; logs go to <dir>/<exp>/log/."
 . utils/parse_options.sh || exit 1
@@ -84,6 +94,11 @@ for prep in $preps; do
   [ $prep = lnorm ] && systems+=" cosine" || systems+=" plda"
   for loss in $losses; do metric_systems+=" ${loss}_$prep"; systems+=" ${loss}_$prep"; done
 done
+scored=$systems
+for system in $asnorm; do
+  [[ " $systems " == *" $system "* ]] && scored+=" ${system}_asnorm"
+done
+systems=$scored
 $auto && systems+=" pauc_auto"
 # Both evaluation sides, raw: the one eval table.
 eval_vectors=scp:$data/eval/xvector.scp
@@ -108,6 +123,9 @@ if [ $stage -le 2 ] && [ $stop_stage -ge 2 ]; then
   for feats in $exp/lnorm $exp/plda_latent; do
     ln -sf eval.scp $feats/enroll.scp && ln -sf eval.scp $feats/test.scp || exit 1
   done
+  if [ -n "$asnorm" ]; then
+    steps/make_cohorts.sh --cmd "$train_cmd" --nj $nj $data/train $exp || exit 1
+  fi
   stage_end
 fi
 
@@ -121,8 +139,8 @@ fi
 
 if [ $stage -le 4 ] && [ $stop_stage -ge 4 ]; then
   stage_begin 4 "scoring $(wc -l < $trials) trials"
-  steps/score.sh --cmd "$train_cmd" --nj $nj $trials $exp $eval_vectors $eval_vectors \
-    ${systems/ pauc_auto/} || exit 1
+  steps/score.sh --cmd "$train_cmd" --nj $nj --top-n $top_n $trials $exp $eval_vectors \
+    $eval_vectors ${systems/ pauc_auto/} || exit 1
   stage_end
 fi
 
@@ -143,7 +161,7 @@ fi
 
 if [ $stage -le 7 ] && [ $stop_stage -ge 7 ]; then
   stage_begin 7 "results"
-  utils/results_table.sh --nj $nj \
+  utils/results_table.sh --nj $nj --bootstrap $bootstrap --utt2spk ark:$data/eval/utt2spk \
     --title "TIMIT GE2E d-vectors, LDA $lda_dim, $(wc -l < $trials) trials" \
     --plots $exp/det.png,$exp/roc.png $trials $exp/scores $exp/calibrated $systems \
     > $exp/results.md.tmp || exit 1

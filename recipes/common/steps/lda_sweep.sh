@@ -27,6 +27,7 @@ dir=${dir:-$PWD}
 if [ $stage -le 0 ]; then
   for dim in $dims; do
     ./run.sh --stage 1 --stop-stage 4 --dir $dir --exp exp/lda$dim --lda-dim $dim --losses pauc \
+      --asnorm= \
       > $dir/exp/lda_sweep_$dim.log 2>&1 || {
         echo "$0: LDA $dim failed, see $dir/exp/lda_sweep_$dim.log" >&2; exit 1; }
   done
