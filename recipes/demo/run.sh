@@ -20,6 +20,7 @@ cd "$(dirname "$(readlink -f "$0")")" || exit 1
 . ./path.sh || exit 1
 . ./cmd.sh || exit 1
 . utils/background.sh || exit 1
+. utils/progress.sh || exit 1
 
 stage=0
 stop_stage=100
@@ -35,7 +36,8 @@ help_message="Usage: $0 [options]
   --seed N         seed of the synthetic corpus (default $seed)
   --dim N          dimension of the synthetic vectors (default $dim)
   --lda-dim N      LDA output dimension (default $lda_dim)
-  --nj N           parallel jobs (default $nj)"
+  --nj N           parallel jobs (default $nj)
+Each stage is printed with its elapsed time; logs go to <dir>/exp/log/."
 . utils/parse_options.sh || exit 1
 if [ $# -ne 0 ]; then
   printf '%s\n' "$help_message" >&2
@@ -50,6 +52,7 @@ data=$dir/data
 exp=$dir/exp
 trials=$data/trials
 mkdir -p "$exp" || exit 1
+echo "$0: logs in $exp/log"
 
 # The systems: name, preprocessing, loss. Scores go to $exp/scores/<name>.
 metric_systems="pauc_lnorm:lnorm:pauc triplet_lnorm:lnorm:triplet
@@ -58,13 +61,14 @@ pauc_plda_adapt:plda_adapt:pauc triplet_plda_adapt:plda_adapt:triplet"
 systems="cosine triplet_lnorm pauc_lnorm plda triplet_plda pauc_plda plda_adapt triplet_plda_adapt pauc_plda_adapt"
 
 if [ $stage -le 0 ] && [ $stop_stage -ge 0 ]; then
-  echo "$0: stage 0: synthetic corpus (seed $seed, dim $dim) in $data"
+  stage_begin 0 "synthetic corpus (seed $seed, dim $dim) in $data"
   $train_cmd $exp/log/make_synthetic_vectors.log \
     make-synthetic-vectors --seed=$seed --dim=$dim $data || exit 1
+  stage_end
 fi
 
 if [ $stage -le 1 ] && [ $stop_stage -ge 1 ]; then
-  echo "$0: stage 1: mean.vec, LDA ($lda_dim), PLDA, adapted PLDA"
+  stage_begin 1 "mean.vec, LDA ($lda_dim), PLDA, adapted PLDA"
   # The in-domain (unlabelled) mean centres the evaluation vectors, as in egs/sre16/v2.
   background $train_cmd $exp/log/compute_mean.log \
     compute-vector-mean scp:$data/adapt/xvector.scp $exp/mean.vec
@@ -86,10 +90,11 @@ if [ $stage -le 1 ] && [ $stop_stage -ge 1 ]; then
     adapt-plda --within-covar-scale=0.75 --between-covar-scale=0.25 $exp/plda \
     "ark:subtract-vector-mean scp:$data/adapt/xvector.scp ark:- | transform-vectors $exp/transform.mat ark:- ark:- | normalize-vector-length ark:- ark:- |" \
     $exp/plda_adapt || exit 1
+  stage_end
 fi
 
 if [ $stage -le 2 ] && [ $stop_stage -ge 2 ]; then
-  echo "$0: stage 2: length-normalised and PLDA-latent vectors"
+  stage_begin 2 "length-normalised and PLDA-latent vectors"
   # Training vectors are centred on their own mean, evaluation vectors on mean.vec; the
   # enrollment vector of a speaker is the mean of its raw vectors (n enters via --num-utts).
   train_lda="ark:subtract-vector-mean scp:$data/train/xvector.scp ark:- | transform-vectors $exp/transform.mat ark:- ark:- |"
@@ -111,6 +116,7 @@ if [ $stage -le 2 ] && [ $stop_stage -ge 2 ]; then
     done
   done
   wait_background || exit 1
+  stage_end
 fi
 
 # Feature directory of a preprocessing name.
@@ -123,7 +129,7 @@ feats_of() {
 }
 
 if [ $stage -le 3 ] && [ $stop_stage -ge 3 ]; then
-  echo "$0: stage 3: TripletMetric and pAUCMetric on each preprocessing"
+  stage_begin 3 "TripletMetric and pAUCMetric on each preprocessing"
   mkdir -p $exp/metrics
   # One job per metric, at most $nj at once.
   for system in $metric_systems; do
@@ -133,10 +139,11 @@ if [ $stage -le 3 ] && [ $stop_stage -ge 3 ]; then
       scp:$(feats_of $pre)/train.scp $exp/metrics/$name
   done
   wait_background || exit 1
+  stage_end
 fi
 
 if [ $stage -le 4 ] && [ $stop_stage -ge 4 ]; then
-  echo "$0: stage 4: scoring $(wc -l < $trials) trials"
+  stage_begin 4 "scoring $(wc -l < $trials) trials"
   mkdir -p $exp/scores
   background $train_cmd $exp/log/score_cosine.log \
     score-cosine-trials "cut -d' ' -f1,2 $trials |" scp:$exp/lnorm/enroll.scp \
@@ -158,18 +165,21 @@ if [ $stage -le 4 ] && [ $stop_stage -ge 4 ]; then
       $trials $exp/scores/$name
   done
   wait_background || exit 1
+  stage_end
 fi
 
 if [ $stage -le 5 ] && [ $stop_stage -ge 5 ]; then
-  echo "$0: stage 5: calibration (2-fold over the enrolled speakers)"
+  stage_begin 5 "calibration (2-fold over the enrolled speakers)"
   utils/calibrate_2fold.sh --cmd "$train_cmd" --nj $nj $trials $exp/scores $exp/calibrated $systems || exit 1
+  stage_end
 fi
 
 if [ $stage -le 6 ] && [ $stop_stage -ge 6 ]; then
-  echo "$0: stage 6: results"
+  stage_begin 6 "results"
   utils/results_table.sh --nj $nj --title "Synthetic demo (seed $seed, $(wc -l < $trials) trials)" \
     --plots $exp/det.png,$exp/roc.png $trials $exp/scores $exp/calibrated $systems \
     > $exp/results.txt || exit 1
   cat $exp/results.txt
   echo "DET and ROC plots: $exp/det.png $exp/roc.png"
+  stage_end
 fi

@@ -1,6 +1,7 @@
 """recipes/demo/run.sh end to end (the README's first command): every system and metric, plots."""
 
 import math
+import re
 import subprocess
 
 import pytest
@@ -59,3 +60,13 @@ def test_demo_writes_det_and_roc_plots_and_kaldi_style_outputs(demo):
         assert [s.split()[:2] for s in scores] == [t.split()[:2] for t in trials]
         calibrated = (work / "exp/calibrated" / system).read_text().splitlines()
         assert [s.split()[:2] for s in calibrated] == [t.split()[:2] for t in trials]
+
+
+def test_demo_prints_every_stage_with_its_elapsed_time_and_where_logs_go(demo):
+    """Issue 10: the demo was silent for minutes; now each stage shows its elapsed time."""
+    work, stdout = demo
+    assert "logs in %s" % (work / "exp/log") in stdout
+    for stage in range(7):
+        assert re.search(r"run\.sh: stage %d: \S" % stage, stdout), stage
+        assert re.search(r"run\.sh: stage %d done in (\d+ s|\d+:\d\d) \(total (\d+ s|\d+:\d\d)\)"
+                         % stage, stdout), stage

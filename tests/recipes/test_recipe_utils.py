@@ -1,5 +1,6 @@
 """The recipes' shell utilities: Kaldi-style option parsing and the run.pl-compatible job runner."""
 
+import re
 import subprocess
 
 from conftest import REPO
@@ -86,3 +87,31 @@ def test_evaluate_reports_pauc_as_na_when_the_band_holds_no_nontarget(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "pAUC n/a" in proc.stdout.splitlines()
     assert "EER 0" in proc.stdout.splitlines()
+
+
+PROGRESS = """
+. %s/progress.sh || exit 1
+progress_interval=1
+stage_begin 3 "metrics: a b"
+step() { printf 'LOG step one\n#\n' >> "$1"; sleep 2.5; echo "LOG step two" >> "$1"; return 7; }
+with_progress "$1" step "$1"
+echo "rc=$?"
+stage_end
+""" % UTILS
+
+
+def test_progress_prints_stages_with_elapsed_time_and_a_heartbeat_from_the_log(tmp_path):
+    """Recipes print each stage and, for long steps, the elapsed time and the last line the tool
+    logged (not the job runner's "#" lines), while the step's exit status is kept (issue 10:
+    recipes were silent for minutes)."""
+    log = tmp_path / "step.log"
+    proc = bash(PROGRESS, log)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "script: stage 3: metrics: a b"
+    heartbeats = [l for l in lines if l.startswith("script:   step.log: ")]
+    assert len(heartbeats) >= 2
+    assert re.fullmatch(r"script:   step\.log: \d+ s elapsed: LOG step one", heartbeats[0])
+    assert "rc=7" in lines
+    done = re.fullmatch(r"script: stage 3 done in (\d+) s \(total (\d+) s\)", lines[-1])
+    assert done and 2 <= int(done.group(1)) <= int(done.group(2))   # the step slept 2.5 s

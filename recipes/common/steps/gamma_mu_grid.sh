@@ -1,17 +1,23 @@
 #!/usr/bin/env bash
 # The gamma x mu grid (the shape of the paper's hyper-parameter tables): pAUCMetric with
-# PLDA-based preprocessing (LDA 100, the vectors of run.sh stage 2 in exp/) trained with each
+# PLDA-based preprocessing (the vectors of run.sh stage 2 in exp/, at the recipe's LDA
+# dimension) trained with each
 # --gamma and --mu (every other option as shipped), scored on all trials, and compared with
 # PLDA (exp/scores/plda): relative EER reduction and relative pAUC[0,0.01] increase in %
 # (positive: pAUCMetric is better). Prints two Markdown tables.
 #
-# Usage: local/gamma_mu_grid.sh [--gammas "..."] [--mus "..."] [--nj N] [--stage 0|1] [--dir DIR]
+# Shared by recipes/etri and recipes/timit: run it as steps/gamma_mu_grid.sh of the recipe.
+#
+# Usage: steps/gamma_mu_grid.sh [--gammas "..."] [--mus "..."] [--nj N] [--stage 0|1] [--dir DIR]
 #   stage 0 trains and scores the grid (exp/gamma_mu/); stage 1 only prints the tables. --dir
-#   is the directory of run.sh's data/ and exp/ (default: recipes/etri).
+#   is the directory of run.sh's data/ and exp/ (default: the recipe's directory).
 
-command_line="local/gamma_mu_grid.sh${*:+ $*}"
+command_line="steps/gamma_mu_grid.sh${*:+ $*}"
 start_time=$(date +%s)
-cd "$(dirname "$(readlink -f "$0")")/.." || exit 1
+# Not readlink -f: steps/ is a link, and the recipe is the directory that holds the link.
+cd "$(dirname "$0")/.." || exit 1
+[ -x ./run.sh ] || {
+  echo "$0: no run.sh in $PWD: run this as <recipe>/steps/gamma_mu_grid.sh" >&2; exit 1; }
 . ./path.sh || exit 1
 . ./cmd.sh || exit 1
 gammas="0 0.01 0.05 0.1 0.5 1.0 1.5 3.0"

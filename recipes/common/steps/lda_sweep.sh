@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
 # The input-dimension sweep (the shape of the paper's dimension table): EER of Cosine and
 # pAUCMetric with length-norm preprocessing, and of PLDA and pAUCMetric with PLDA-based
-# preprocessing, for each LDA dimension. Runs stages 1-4 of run.sh into exp/lda<dim>
-# (stage 0 of run.sh must have prepared data/), then prints a Markdown table.
+# preprocessing, for each LDA dimension. Runs stages 1-4 of the recipe's run.sh into
+# exp/lda<dim> (stage 0 of run.sh must have prepared data/), then prints a Markdown table.
+# Shared by recipes/etri and recipes/timit: run it as steps/lda_sweep.sh of the recipe (the
+# directory above steps/ is the recipe whose run.sh it runs).
 #
-# Usage: local/lda_sweep.sh [--dims "50 100 150 200"] [--stage 0|1] [--dir DIR]
+# Usage: steps/lda_sweep.sh [--dims "50 100 150 200"] [--stage 0|1] [--dir DIR]
 #   stage 0 trains and scores every dimension; stage 1 only prints the table. --dir is the
-#   directory of run.sh's data/ and exp/ (default: recipes/etri).
+#   directory of run.sh's data/ and exp/ (default: the recipe's directory).
 
-command_line="local/lda_sweep.sh${*:+ $*}"
+command_line="steps/lda_sweep.sh${*:+ $*}"
 start_time=$(date +%s)
-cd "$(dirname "$(readlink -f "$0")")/.." || exit 1
+# Not readlink -f: steps/ is a link, and the recipe is the directory that holds the link.
+cd "$(dirname "$0")/.." || exit 1
+[ -x ./run.sh ] || {
+  echo "$0: no run.sh in $PWD: run this as <recipe>/steps/lda_sweep.sh" >&2; exit 1; }
 . ./path.sh || exit 1
 dims="50 100 150 200"
 stage=0
@@ -22,6 +27,7 @@ dir=${dir:-$PWD}
 if [ $stage -le 0 ]; then
   for dim in $dims; do
     ./run.sh --stage 1 --stop-stage 4 --dir $dir --exp exp/lda$dim --lda-dim $dim --losses pauc \
+      --asnorm= \
       > $dir/exp/lda_sweep_$dim.log 2>&1 || {
         echo "$0: LDA $dim failed, see $dir/exp/lda_sweep_$dim.log" >&2; exit 1; }
   done

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# pAUCMetric (auto): train-pauc-auto chooses and trains a whole back-end (mean, LDA, PLDA,
+# pAUCMetric variants, fusion) from the training vectors alone, by cross-fitting over folds of
+# training speakers with held-out trials built like the evaluation's (--enroll-utts), then
+# score-pauc-auto scores the trials. Both read RAW vectors (as extracted). Writes the model
+# directory <exp>/pauc_auto (system.txt names the chosen system and its cross-fitted figures)
+# and <exp>/scores/pauc_auto. Training is the expensive part (minutes): its elapsed time and
+# the last line of its log are printed every --progress-interval seconds.
+#
+# Usage: steps/pauc_auto.sh [options] <train-data-dir> <enroll-rspecifier> <test-rspecifier> \
+#          <trials> <exp-dir>
+#  e.g.: steps/pauc_auto.sh --enroll-utts 3 --num-utts ark:exp/enroll_num_utts.ark data/train \
+#          scp:exp/enroll_spk_xvector.scp scp:data/test/xvector.scp data/trials exp
+# Options: --cmd CMD, --enroll-utts N (0: utterance against utterance; N: enrollment by the mean
+# of N vectors; default 0), --num-utts RSPEC (counts of the enrollment speaker means),
+# --auto-opts S (more options for train-pauc-auto, e.g. "--seed=1 --num-folds=3"),
+# --progress-interval SECONDS (default 30). Logs: <exp-dir>/log/{train,score}_pauc_auto.log.
+
+utils=$(dirname "$(readlink -f "$0")")/../utils
+cmd=$utils/local_run.sh
+enroll_utts=0
+num_utts=
+auto_opts=
+progress_interval=30
+. $utils/parse_options.sh || exit 1
+. $utils/progress.sh || exit 1
+if [ $# -ne 5 ]; then
+  echo "Usage: $0 [options] <train-data-dir> <enroll-rspecifier> <test-rspecifier>" \
+    "<trials> <exp-dir>" >&2
+  exit 1
+fi
+set -o pipefail
+train=$1 enroll=$2 test=$3 trials=$4 exp=$5
+mkdir -p $exp/scores $exp/log || exit 1
+
+echo "$0: train-pauc-auto --enroll-utts=$enroll_utts $auto_opts (log: $exp/log/train_pauc_auto.log)"
+with_progress $exp/log/train_pauc_auto.log \
+  $cmd $exp/log/train_pauc_auto.log \
+  train-pauc-auto --enroll-utts=$enroll_utts $auto_opts scp:$train/xvector.scp \
+  ark:$train/spk2utt $exp/pauc_auto || exit 1
+# What was chosen and its cross-fitted figures (all of them: <exp>/pauc_auto/system.txt).
+awk -v script="$0" '$1 == "system" || $1 == "lda_dim" || $1 ~ /^heldout_(pauc|eer|min_dcf)$/ {
+    line = line (line == "" ? "" : ", ") $1 " " $2 }
+  END { print script ": chosen: " line }' $exp/pauc_auto/system.txt || exit 1
+$cmd $exp/log/score_pauc_auto.log \
+  score-pauc-auto ${num_utts:+--num-utts=$num_utts} $exp/pauc_auto "$enroll" "$test" \
+  $trials $exp/scores/pauc_auto || exit 1
