@@ -153,3 +153,59 @@ def test_bootstrap_needs_keys(tmp_path):
     (tmp_path / "plain").write_text("1.0 target\n0.0 nontarget\n")
     proc = run_tool("compute-eer-pauc", "--bootstrap=10", tmp_path / "plain")
     assert proc.returncode == 1 and b"need keys" in proc.stderr
+
+
+@pytest.fixture
+def etri_cosine(etri, tmp_path):
+    """Real trials: cosine scores of ETRI's raw i-vectors (enrollment = mean of 3) for 12
+    enrolled speakers against every 4th test utterance, written as scores/trials/utt2spk."""
+    from pauc_backend.kaldi_io import read_token_table, read_vector_table
+
+    def read_set(name):         # the scp paths are relative to the corpus folder
+        lines = (etri / name / "xvector.scp").read_text().splitlines()
+        scp = tmp_path / ("%s.scp" % name)
+        scp.write_text("".join("%s %s/%s\n" % (line.split()[0], etri, line.split()[1])
+                               for line in lines))
+        return read_vector_table("scp:%s" % scp)
+
+    enroll_keys, enroll = read_set("enroll")
+    test_keys, test = read_set("test")
+    enroll_row = {k: i for i, k in enumerate(enroll_keys)}
+    test_row = {k: i for i, k in enumerate(test_keys)}
+    spk2utt = {line.split()[0]: line.split()[1:]
+               for line in (etri / "enroll" / "spk2utt").read_text().splitlines()}
+    speakers = sorted(spk2utt)[:12]
+    means = {s: enroll[[enroll_row[u] for u in spk2utt[s]]].astype(np.float64).mean(axis=0)
+             for s in speakers}
+    utts = sorted(test_keys)[::4]
+    utt2spk = read_token_table("ark:%s" % (etri / "test" / "utt2spk"))
+    rows = []
+    for s in speakers:
+        e = means[s] / np.linalg.norm(means[s])
+        for u in utts:
+            t = test[test_row[u]].astype(np.float64)
+            rows.append((s, u, float("%.6f" % (e @ t / np.linalg.norm(t))), utt2spk[u] == s))
+    (tmp_path / "trials").write_text("".join(
+        "%s %s %s\n" % (s, u, "target" if y else "nontarget") for s, u, _, y in rows))
+    (tmp_path / "scores").write_text("".join("%s %s %.6f\n" % (s, u, v) for s, u, v, _ in rows))
+    (tmp_path / "utt2spk").write_text("".join("%s %s\n" % (u, utt2spk[u]) for u in utts))
+    (tmp_path / "parts").write_text("".join(   # partition: the enrolled speaker's gender
+        "%s %s %s\n" % (s, u, "F" if "F" in s[:4] else "M") for s, u, _, _ in rows))
+    s, u, v, y = zip(*rows)
+    return (np.array(s), np.array([utt2spk[x] for x in u]), np.array(v), np.array(y),
+            np.array(["F" if "F" in x[:4] else "M" for x in s]))
+
+
+def test_bootstrap_and_equalised_scoring_on_real_etri_trials(tmp_path, etri_cosine):
+    enroll, test_speaker, s, y, gender = etri_cosine
+    assert y.sum() > 100 and set(gender) == {"F", "M"}
+    _, summary = _run_json(tmp_path, "--bootstrap=25", "--seed=11",
+                           "--utt2spk=ark:%s" % (tmp_path / "utt2spk"))
+    ref = _brute_intervals(s, y, enroll, test_speaker, 25, 11, 0.95, [0.01])
+    got = np.array([summary["confidence"][k] for k in ("eer", "pauc", "auc")]
+                   + summary["confidence"]["min_dcf"])
+    np.testing.assert_allclose(got, ref, rtol=1e-12)
+    _, summary = _run_json(tmp_path, "--partitions=%s" % (tmp_path / "parts"),
+                           "--p-target=0.05")
+    np.testing.assert_allclose(summary["min_dcf"][0]["min_dcf"],
+                               _brute_equalized_min_dcf(s, y, gender, 0.05), rtol=1e-12)
