@@ -23,8 +23,10 @@ fi
 set -o pipefail
 options="--report=json --p-target=$p_target"
 $llr && options+=" --llr"
-[ "$bootstrap" -gt 0 ] && options+=" --bootstrap=$bootstrap --seed=$seed"
-[ -n "$utt2spk" ] && options+=" --utt2spk=$utt2spk"
+if [ "$bootstrap" -gt 0 ]; then    # --utt2spk only shapes the bootstrap's clusters
+  options+=" --bootstrap=$bootstrap --seed=$seed"
+  [ -n "$utt2spk" ] && options+=" --utt2spk=$utt2spk"
+fi
 json=$(compute-eer-pauc $options "$1" "$2" 2> >(grep -v '^LOG\|^compute-eer-pauc ' >&2)) || {
   echo "$0: compute-eer-pauc failed on $1" >&2; exit 1; }
 python3 -c '
