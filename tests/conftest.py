@@ -64,3 +64,27 @@ def etri():
     if not (ETRI / "trials").is_file():
         pytest.skip("../shared/realdata/etri is not beside the checkout")
     return ETRI
+
+
+# The modules that take minutes (real recipes, real Kaldi), longest first. With pytest-xdist's
+# ``--dist loadfile`` (pyproject's addopts) each module runs whole on one worker, so its
+# module-scoped fixtures (a recipe run, an egs directory) are built once; starting the long
+# modules first keeps the two workers busy to the end instead of leaving one long module last.
+SLOW_MODULES = (
+    "tests/recipes/test_kaldi_egs_recipes.py",
+    "tests/recipes/test_demo_recipe.py",
+    "tests/recipes/test_timit_recipe.py",
+    "tests/recipes/test_etri_recipe.py",
+    "tests/recipes/test_recipe_auto_stage.py",
+    "tests/interop/test_cross_feed.py",
+)
+
+
+def pytest_collection_modifyitems(session, config, items):
+    rank = {name: i for i, name in enumerate(SLOW_MODULES)}
+
+    def key(item):
+        path = Path(str(item.fspath)).resolve().relative_to(REPO).as_posix()
+        return rank.get(path, len(SLOW_MODULES))
+
+    items.sort(key=key)  # stable: the order within a module and among the rest is kept

@@ -1,13 +1,19 @@
 """Where the real Kaldi reference build lives, and how the interop tests run it.
 
-The build comes from ``../shared/kaldi-ref/build.sh DIR`` (``.ci/run`` makes it once per machine).
-Its root (``bin/``, ``utils/``, ``sid/``) is ``$PAUC_KALDI_ROOT``, else
-``${XDG_CACHE_HOME:-~/.cache}/pauc-backend/kaldi-ref`` (the ``.ci/run`` cache). Without it the
-tests skip, except under CI (``CI=true``), where a missing build is a failure. Nothing here
-changes ``os.environ``: subprocesses get their own environment dicts.
+The build comes from ``../shared/kaldi-ref/build.sh DIR``: the first test that needs it builds it
+(about a minute, once per machine; a file lock makes parallel test workers wait for one build)
+into ``$PAUC_KALDI_ROOT``, else ``${XDG_CACHE_HOME:-~/.cache}/pauc-backend/kaldi-ref``, and later
+runs reuse it until the kit's content changes (``.kit-id``). So the README's test command runs
+every real-Kaldi test whenever ``../shared`` is beside the checkout. Without the kit the tests
+skip, except under CI (``CI=true``), where that is a failure; a failing build is always a
+failure. Nothing here changes ``os.environ``: subprocesses get their own environment dicts.
 """
 
+import fcntl
+import functools
+import hashlib
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -38,9 +44,50 @@ def in_ci():
     return os.environ.get("CI", "").lower() in ("true", "1", "yes")
 
 
+def kit_id(kit):
+    """A digest of the kit's files (not its own build/ folder); the same value as
+    ``find . -path ./build -prune -o -type f -print | LC_ALL=C sort | xargs sha1sum | sha1sum``
+    in the kit, cut to 16 digits, so a build stamped by a shell script is recognised too."""
+    names = sorted("./" + p.relative_to(kit).as_posix() for p in kit.rglob("*")
+                   if p.is_file() and not p.is_symlink() and p.relative_to(kit).parts[0] != "build")
+    names = sorted(names, key=lambda n: n.encode())
+    listing = "".join("%s  %s\n" % (hashlib.sha1((kit / n).read_bytes()).hexdigest(), n)
+                      for n in names)
+    return hashlib.sha1(listing.encode()).hexdigest()[:16]
+
+
+@functools.lru_cache(maxsize=None)
+def build_kaldi(root, kit=SHARED / "kaldi-ref"):
+    """Build the kit into ``root`` unless a build of the same kit is there; None without a kit.
+
+    Returns the problem as a string when the build fails (the caller fails the test with it).
+    """
+    if not (kit / "build.sh").is_file():
+        return None
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root.parent / (root.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # other workers wait here for the one build
+        ident = kit_id(kit)
+        stamp = root / ".kit-id"
+        if stamp.is_file() and stamp.read_text().strip() != ident:
+            for name in ("bin", "obj", "utils", "sid", ".complete"):
+                path = root / name
+                shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
+        proc = subprocess.run(["bash", str(kit / "build.sh"), str(root)], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, timeout=1800)
+        if proc.returncode != 0:
+            return ("bash %s %s failed (%d):\n%s" % (kit / "build.sh", root, proc.returncode,
+                                                     proc.stdout.decode(errors="replace")[-3000:]))
+        stamp.write_text(ident + "\n")
+    return None
+
+
 def find_kaldi_root():
-    """The build's root, or skip (fail under CI) naming what is missing."""
+    """The build's root, built from ../shared/kaldi-ref when needed; else skip (fail under CI)."""
     root = Path(os.environ.get("PAUC_KALDI_ROOT") or default_root())
+    problem = build_kaldi(root)
+    if problem:
+        pytest.fail(problem)
     missing = [p for p in KALDI_PROGRAMS if not os.access(root / "bin" / p, os.X_OK)]
     missing += [p for p in ("utils/run.pl", "utils/filter_scp.pl", "sid/compute_min_dcf.py")
                 if not (root / p).is_file()]
