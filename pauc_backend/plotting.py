@@ -50,6 +50,20 @@ def _percent(p):
     return ("%.2f" % (100 * p)).rstrip("0").rstrip(".")
 
 
+# Systems differ in line style and marker as well as colour, so a grayscale print or a reader
+# who does not tell colours apart can still follow each curve: 4 dash patterns x 6 markers
+# give 12 distinct pairs (the first system is a plain solid line). The DET's EER and minDCF
+# points use "o" and "s", which are kept out of this list.
+_LINESTYLES = ("-", "--", "-.", ":")
+_MARKERS = ("", "^", "v", "D", "x", "*")
+
+
+def line_style(index):
+    """Keyword arguments of ``Axes.plot`` that tell system ``index`` apart without colour."""
+    return {"linestyle": _LINESTYLES[index % len(_LINESTYLES)],
+            "marker": _MARKERS[index % len(_MARKERS)], "markersize": 5, "markevery": 0.1}
+
+
 def det_figure(systems, p_target=0.01, c_miss=1, c_fa=1, title=None):
     """A matplotlib Figure with the DET curves of ``systems``."""
     plt = _pyplot()
@@ -58,14 +72,14 @@ def det_figure(systems, p_target=0.01, c_miss=1, c_fa=1, title=None):
     low_x = float(np.clip(min(0.5 / t.num_non for _, t in systems), 1e-4, 0.01))
     low_y = float(np.clip(min(0.5 / t.num_tar for _, t in systems), 1e-4, 0.01))
     high = 0.5
-    for label, trials in systems:
+    for index, (label, trials) in enumerate(systems):
         curve = trials.det_curve()
         pfa = np.clip(curve.pfa, low_x / 2, 1 - low_x / 2)
         pmiss = np.clip(curve.pmiss, low_y / 2, 1 - low_y / 2)
         keep = _thin(ndtri(pfa), ndtri(pmiss))
         rate, threshold = trials.eer("kaldi")
         dcf = trials.min_dcf(p_target, c_miss, c_fa)
-        line, = ax.plot(ndtri(pfa[keep]), ndtri(pmiss[keep]),
+        line, = ax.plot(ndtri(pfa[keep]), ndtri(pmiss[keep]), **line_style(index),
                         label="%s (EER %.2f%%, minDCF %.4f)" % (label, 100 * rate, dcf.min_dcf))
         eer_pmiss = np.searchsorted(trials.tar, threshold, side="left") / trials.num_tar
         eer_pfa = 1 - np.searchsorted(trials.non, threshold, side="left") / trials.num_non
@@ -98,7 +112,7 @@ def roc_figure(systems, alpha=0.0, beta=0.01, title=None):
     low = max(1e-5, min(0.5 / t.num_non for _, t in systems))
     ax.axvspan(max(float(alpha), low), float(beta), color="0.9", zorder=0,
                label="pAUC band [%g, %g]" % (float(alpha), float(beta)))
-    for label, trials in systems:
+    for index, (label, trials) in enumerate(systems):
         curve = trials.det_curve()
         fpr, tpr = curve.pfa[::-1], 1 - curve.pmiss[::-1]
         keep = _thin(np.log10(np.maximum(fpr, low)), tpr)
@@ -106,7 +120,7 @@ def roc_figure(systems, alpha=0.0, beta=0.01, title=None):
             value = "pAUC %.4f" % trials.pauc(alpha, beta)[0]
         except ValueError:
             value = "pAUC n/a"
-        ax.plot(np.maximum(fpr[keep], low), tpr[keep],
+        ax.plot(np.maximum(fpr[keep], low), tpr[keep], **line_style(index),
                 label="%s (%s, AUC %.4f)" % (label, value, trials.auc()))
     ax.set_xscale("log")
     ax.set_xlim(low, 1)

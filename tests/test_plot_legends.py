@@ -53,3 +53,22 @@ def test_saved_png_grows_to_hold_a_long_legend(tmp_path):
         data = path.read_bytes()
         sizes.append(int.from_bytes(data[20:24], "big"))  # PNG IHDR height
     assert sizes[1] > sizes[0] + 100  # 8 more legend lines below the plot
+
+
+@pytest.mark.parametrize("kind", ["det", "roc"])
+def test_nine_systems_differ_in_dash_pattern_or_marker_not_only_in_colour(kind):
+    """Issue 20: a grayscale print keeps 9 curves apart (checked by eye on a rendered PNG too)."""
+    figure = (plotting.det_figure(systems(9)) if kind == "det"
+              else plotting.roc_figure(systems(9), alpha=0.001, beta=0.05))
+    try:
+        legend_lines = figure.axes[0].get_legend().get_lines()
+        styles = {(line.get_linestyle(), line.get_marker()) for line in legend_lines}
+        assert len(styles) == 9
+    finally:
+        import matplotlib.pyplot as plt
+        plt.close(figure)
+
+
+def test_line_styles_are_distinct_for_twelve_systems():
+    pairs = {(s["linestyle"], s["marker"]) for s in map(plotting.line_style, range(12))}
+    assert len(pairs) == 12

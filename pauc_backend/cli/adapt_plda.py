@@ -59,4 +59,4 @@ def run(opts, args):
 
 
 def main(argv=None):
-    return tool.main(run, argv, num_args=3)
+    return tool.main(run, argv, num_args=3, outputs=-1)

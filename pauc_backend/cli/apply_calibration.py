@@ -60,7 +60,7 @@ def _check_finite(scores, joined, score_rxs):
 
 
 def main(argv=None):
-    return tool.main(run, argv)
+    return tool.main(run, argv, outputs=-1)
 
 
 if __name__ == "__main__":

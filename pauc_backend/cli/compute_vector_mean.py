@@ -82,5 +82,10 @@ def run(opts, args):
     return speaker_form(*(list(args) + [""])[:4])
 
 
+def _outputs(args):
+    """The mean (and count) outputs of either form of the command line."""
+    return args[1:] if len(args) == 2 else args[2:]
+
+
 def main(argv=None):
-    return tool.main(run, argv, num_args=(2, 3, 4))
+    return tool.main(run, argv, num_args=(2, 3, 4), outputs=_outputs)

@@ -38,4 +38,4 @@ def run(opts, args):
 
 
 def main(argv=None):
-    return tool.main(run, argv, num_args=2)
+    return tool.main(run, argv, num_args=2, outputs=-1)

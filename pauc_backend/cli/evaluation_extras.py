@@ -9,7 +9,7 @@ import numpy as np
 
 from pauc_backend.cli.kaldi_cli import UsageError, format_float
 from pauc_backend.errors import KaldiError
-from pauc_backend.kaldi_io import read_token_table
+from pauc_backend.cli.speaker_tables import read_utt2spk
 from pauc_backend.kaldi_io.keyed import PairTable
 from pauc_backend.metrics.bootstrap import (ClusterBootstrap, bootstrap_statistics,
                                             confidence_summary)
@@ -91,7 +91,7 @@ def bootstrap_confidence(log, opts, scores, is_target, keys, ids1, ids2, p_targe
     ``keys``), or their speakers with --utt2spk."""
     enroll, test = ids1, ids2
     if opts.utt2spk:
-        table = read_token_table(opts.utt2spk)
+        table = read_utt2spk(opts.utt2spk)
         (enroll, found1, num1), (test, found2, num2) = (
             _speaker_codes(ids, index, table) for ids, index in ((ids1, keys.first),
                                                                  (ids2, keys.second)))

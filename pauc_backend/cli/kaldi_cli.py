@@ -277,11 +277,14 @@ class Tool:
         return options
 
     # -- running -------------------------------------------------------------------------------
-    def main(self, run, argv=None, num_args=None):
+    def main(self, run, argv=None, num_args=None, outputs=None):
         """Parse ``argv``, call ``run(opts, args)``, turn failures into ERROR lines; exit code.
 
         ``num_args`` is an int, a tuple of allowed counts, or None (``run`` checks itself and
-        raises UsageError). ``run`` returns an exit code (None means 0).
+        raises UsageError). ``outputs`` picks the positional outputs (an index or a slice of
+        ``args``, or a function of ``args``: wspecifiers or wxfilenames) whose folders are checked before ``run`` starts,
+        so a missing output directory is an ERROR before any input is read, not after the
+        work. ``run`` returns an exit code (None means 0).
         """
         if argv is None:
             argv = sys.argv[1:]
@@ -311,6 +314,11 @@ class Tool:
             return 1
         stdout_lost = False
         try:
+            if outputs is not None:
+                from pauc_backend.kaldi_io.streams import check_output
+                picked = outputs(args) if callable(outputs) else args[outputs] if args else []
+                for output in ([picked] if isinstance(picked, str) else picked):
+                    check_output(output)
             code = run(opts, args)
         except BrokenPipeError as err:  # SIGPIPE is ignored, so a vanished reader lands here
             self._error(_BROKEN_STDOUT, err)

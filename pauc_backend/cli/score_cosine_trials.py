@@ -78,4 +78,4 @@ def run(opts, args):
 
 
 def main(argv=None):
-    return tool.main(run, argv, num_args=4)
+    return tool.main(run, argv, num_args=4, outputs=-1)

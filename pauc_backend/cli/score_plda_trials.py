@@ -92,4 +92,4 @@ def run(opts, args):
 
 
 def main(argv=None):
-    return tool.main(run, argv, num_args=5)
+    return tool.main(run, argv, num_args=5, outputs=-1)

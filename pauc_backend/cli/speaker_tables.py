@@ -5,6 +5,7 @@ from collections import namedtuple
 import numpy as np
 
 from pauc_backend.errors import KaldiError
+from pauc_backend.kaldi_io import read_token_table, read_token_vector_table
 
 SpeakerRows = namedtuple("SpeakerRows", "speakers rows sizes labels num_spk_err num_utt_err")
 
@@ -35,6 +36,24 @@ def check_lookups(spk2utt, position, spk2utt_name=None, vectors_name=None):
                          "makes it)" % (table, vectors))
     raise KaldiError("Only %d of the %d utterances listed in %s have a vector in %s: wrong "
                      "spk2utt or vector table?" % (found, total, table, vectors))
+
+
+def read_utt2spk(rspecifier):
+    """An utt2spk table (utterance -> one token); a spk2utt table given in its place (several
+    tokens per line) is named as such, with the script that converts it, instead of the
+    reader's "expected newline" at the second token."""
+    try:
+        return read_token_table(rspecifier)
+    except KaldiError as err:
+        try:
+            table = read_token_vector_table(rspecifier)
+        except KaldiError:
+            raise err from None
+        if any(len(tokens) > 1 for tokens in table.values()):
+            raise KaldiError("%s looks like a spk2utt table (a line has several utterances): "
+                             "give utt2spk there (utils/spk2utt_to_utt2spk.pl makes it)"
+                             % rspecifier) from None
+        raise
 
 
 def gather_speakers(log, spk2utt, position, spk2utt_name=None, vectors_name=None):

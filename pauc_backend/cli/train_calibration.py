@@ -67,7 +67,7 @@ def run(opts, args):
 
 
 def main(argv=None):
-    return tool.main(run, argv)
+    return tool.main(run, argv, outputs=-1)
 
 
 if __name__ == "__main__":

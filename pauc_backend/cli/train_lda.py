@@ -4,7 +4,8 @@ import numpy as np
 
 from pauc_backend.cli.kaldi_cli import Tool, format_float, format_vector
 from pauc_backend.errors import KaldiError
-from pauc_backend.kaldi_io import read_token_table, read_vector_table, write_matrix
+from pauc_backend.cli.speaker_tables import read_utt2spk
+from pauc_backend.kaldi_io import read_vector_table, write_matrix
 from pauc_backend.models.lda import LDA
 from pauc_backend.models.preprocessing import nonfinite_rows, vector_norms
 
@@ -61,7 +62,7 @@ def run(opts, args):
     if not opts.covariance_floor >= 0.0:
         raise KaldiError("--covariance-floor must be >= 0, got %s" % opts.covariance_floor)
     keys, X = read_vector_table(vector_rspecifier)
-    utt2spk = read_token_table(utt2spk_rspecifier)
+    utt2spk = read_utt2spk(utt2spk_rspecifier)
     rows, speakers = select_utterances(log, keys, utt2spk)
     log.log("Read %d utterances, %d with errors." % (len(speakers), len(keys) - len(speakers)))
     if not speakers:
@@ -103,4 +104,4 @@ def run(opts, args):
 
 
 def main(argv=None):
-    return tool.main(run, argv, num_args=3)
+    return tool.main(run, argv, num_args=3, outputs=-1)

@@ -7,6 +7,7 @@ from pauc_backend.cli.kaldi_cli import Progress, Tool, format_float
 from pauc_backend.cli.speaker_tables import gather_speakers
 from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import read_token_table, read_token_vector_table, read_vector_table
+from pauc_backend.kaldi_io.streams import check_writable
 from pauc_backend.models.auto_backend import DEFAULT_CANDIDATES, AutoBackend, parse_candidate
 
 USAGE = """
@@ -113,6 +114,7 @@ def make_estimator(opts, log=None):
 
 def run(opts, args):
     vector_rspecifier, spk2utt_rspecifier, model_dir = args
+    check_writable(model_dir, directory=True)
     log = tool.log
     progress = Progress(1, "train-pauc-auto")
 

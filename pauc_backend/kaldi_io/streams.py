@@ -98,6 +98,40 @@ def classify_wxfilename(wx):
     return "file", wx
 
 
+def check_writable(wx, directory=False):
+    """Fail now, before any work, if the output ``wx`` (a wxfilename, or with ``directory`` a
+    directory to be created or replaced) could not be written: its folder is missing, is not a
+    folder, or is not writable; a file output that names an existing directory. Pipes and
+    standard output are not checked (an output pipe's command runs only when it is opened).
+    Kaldi finds these only when it opens the output, after the work; we look first, so a
+    typo costs no EM iterations."""
+    kind, what = classify_wxfilename(wx) if not directory else ("file", os.fspath(wx))
+    if kind != "file":
+        return
+    path = os.path.realpath(what)
+    if not directory and os.path.isdir(path):
+        raise KaldiError("Cannot write '%s': it is a directory" % wx)
+    folder = os.path.dirname(path.rstrip("/")) or "."
+    shown = os.path.dirname(os.fspath(what).rstrip("/")) or "."
+    if not os.path.isdir(folder):
+        what_is = "is not a directory" if os.path.exists(folder) else "does not exist"
+        raise KaldiError("Cannot write '%s': the directory '%s' %s" % (wx, shown, what_is))
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise KaldiError("Cannot write '%s': the directory '%s' is not writable" % (wx, shown))
+
+
+def check_output(specifier):
+    """``check_writable`` for a wspecifier's archive and script files, or for a wxfilename."""
+    from pauc_backend.kaldi_io.specifiers import classify_wspecifier
+    spec = classify_wspecifier(specifier)
+    if spec is None:
+        check_writable(specifier)
+        return
+    for part in (spec.ark, spec.scp if spec.kind == "ark,scp" else None):
+        if part is not None:
+            check_writable(part)
+
+
 def printable(name):
     """How a filename is named in messages (Kaldi's PrintableRxfilename)."""
     return "standard input" if name in ("", "-", None) else os.fspath(name)
@@ -109,6 +143,12 @@ def _status_text(code):
             return "killed by signal %s" % signal.Signals(-code).name
         except ValueError:
             return "killed by signal %d" % -code
+    # The shell's own codes (POSIX, sh -c): the pipe never ran the intended program.
+    if code == 127:
+        return ("exit status 127: a command of the pipe was not found; check its name and "
+                "that its folder is on PATH (a recipe's path.sh)")
+    if code == 126:
+        return "exit status 126: a command of the pipe is not executable (permissions?)"
     return "exit status %d" % code
 
 

@@ -206,3 +206,50 @@ def test_space_before_a_binary_key_is_skipped_by_copy_vectors_and_compute_vector
                     "ark,t:-", check=True)
     assert proc.stdout == b"s  [ 3 5.5 ]\n"  # ef is not dropped
     assert b"WARNING" not in proc.stderr
+
+
+# -- a newcomer's mistakes (issue 20): the diagnosis, not a parser's symptom ---------------------
+
+def test_spk2utt_given_for_utt2spk_names_the_table_and_the_converter(data):
+    proc = run_tool("train-lda", "--dim=3", "ark:%s/x.ark" % data, "ark:%s/spk2utt" % data,
+                    data / "out")
+    assert_one_error(proc, r"spk2utt.* looks like a spk2utt table .*give utt2spk there "
+                           r"\(utils/spk2utt_to_utt2spk\.pl", data / "out")
+
+
+def test_an_input_pipe_whose_command_is_missing_says_so(data):
+    proc = run_tool("train-lda", "--dim=3", "ark:no-such-command-xyz %s/x.ark |" % data,
+                    "ark:%s/utt2spk" % data, data / "out")
+    assert_one_error(proc, r"Input pipe 'no-such-command-xyz .*' failed \(exit status 127: a "
+                           r"command of the pipe was not found", data / "out")
+
+
+# Every tool that writes after long work: a missing output folder is found before any input is
+# read (no LOG line, no EM iteration), with one ERROR naming the folder.
+MISSING_DIR_CASES = [
+    ("train-lda", "--dim=3", "ark:{d}/x.ark", "ark:{d}/utt2spk", "{d}/no/lda.mat"),
+    ("train-plda", "ark:{d}/spk2utt", "ark:{d}/x.ark", "{d}/no/plda"),
+    ("train-pauc-metric", "ark:{d}/spk2utt", "ark:{d}/x.ark", "{d}/no/metric"),
+    ("train-pauc-auto", "ark:{d}/x.ark", "ark:{d}/spk2utt", "{d}/no/model"),
+    ("compute-vector-mean", "ark:{d}/spk2utt", "ark:{d}/x.ark", "ark:{d}/m.ark",
+     "ark,t:{d}/no/num_utts"),
+    ("copy-vectors", "ark:{d}/x.ark", "ark,scp:{d}/y.ark,{d}/no/y.scp"),
+    ("normalize-vector-length", "ark:{d}/x.ark", "ark:{d}/no/y.ark"),
+    ("train-calibration", "{d}/trials", "{d}/scores", "{d}/no/calibration.mdl"),
+]
+
+
+@pytest.mark.parametrize("case", MISSING_DIR_CASES, ids=lambda c: c[0])
+def test_a_missing_output_directory_is_an_error_before_any_work(data, case):
+    args = [a.format(d=data) for a in case[1:]]
+    proc = run_tool(case[0], *args)
+    assert_one_error(proc, r"Cannot write '.*/no/[^']*': the directory '.*/no' does not exist")
+    assert b"LOG" not in proc.stderr and b"WARNING" not in proc.stderr, proc.stderr.decode()
+    assert not (data / "m.ark").exists() and not (data / "y.ark").exists()
+
+
+def test_an_output_file_that_is_a_directory_is_an_error_before_any_work(data):
+    (data / "adir").mkdir()
+    proc = run_tool("train-plda", "ark:%s/spk2utt" % data, "ark:%s/x.ark" % data, data / "adir")
+    assert_one_error(proc, r"Cannot write '.*/adir': it is a directory")
+    assert b"LOG" not in proc.stderr
