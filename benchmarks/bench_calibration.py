@@ -23,7 +23,7 @@ from scipy.optimize import minimize
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from pauc_backend.cli import calibration_io  # noqa: E402
+from pauc_backend.kaldi_io import joined_scores as calibration_io  # noqa: E402
 from pauc_backend.models.calibration import (LinearCalibration,  # noqa: E402
                                              prior_weighted_cross_entropy)
 

@@ -27,7 +27,7 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from pauc_backend.cli.score_label_input import parse_score_labels  # noqa: E402
+from pauc_backend.kaldi_io.numbers import parse_score_labels  # noqa: E402
 from pauc_backend.metrics import TrialScores  # noqa: E402
 from pauc_backend.metrics.error_rates import kaldi_eer_sorted  # noqa: E402
 

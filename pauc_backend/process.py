@@ -1,6 +1,6 @@
 """What this process keeps to itself: environment variables its children must not inherit.
 
-The console entry point (``pauc_backend.cli.entry``) sets BLAS thread counts for the tool's own
+The console entry point (``pauc_backend.cli.framework.entry``) sets BLAS thread counts for the tool's own
 process; a command the tool starts in a pipe must see the user's environment as it was, or a
 Kaldi binary run inside our pipes computes with other BLAS settings than when run alone.
 """

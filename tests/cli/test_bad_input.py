@@ -175,7 +175,7 @@ def test_mostly_unknown_utterances_stop_with_one_error(data):
 
 
 def test_missing_utterance_warnings_are_capped(data, monkeypatch):
-    from pauc_backend.cli import speaker_tables
+    from pauc_backend.cli.framework import speaker_tables
 
     class Log:
         warnings = []

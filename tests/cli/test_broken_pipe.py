@@ -74,7 +74,7 @@ class _BufferedGone(_GoneReader):
 
 
 def test_tool_main_turns_a_broken_stdout_into_one_error(monkeypatch, capsys):
-    from pauc_backend.cli.kaldi_cli import Tool
+    from pauc_backend.cli.framework.kaldi_cli import Tool
     tool = Tool("demo-tool", "Usage: demo-tool")
 
     def prints(opts, args):

@@ -50,7 +50,7 @@ def setup(tmp_path):
 
 
 def read_model(path):
-    from pauc_backend.cli.calibration_io import read_calibration
+    from pauc_backend.persist.calibration import read_calibration
     return read_calibration(str(path))
 
 
@@ -287,7 +287,7 @@ class _Log:
 
 @pytest.mark.parametrize("collide", [False, True])
 def test_key_join_is_exact_even_when_every_hash_collides(monkeypatch, collide):
-    from pauc_backend.cli import calibration_io
+    from pauc_backend.kaldi_io import joined_scores as calibration_io
     if collide:
         monkeypatch.setattr(calibration_io, "_string_hash",
                             lambda strings, salt: np.zeros(len(strings), dtype=np.uint64))

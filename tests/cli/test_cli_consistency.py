@@ -11,7 +11,7 @@ TOOLS = sorted(p.name for p in (REPO / "bin").iterdir() if not p.name.startswith
 
 
 def tool_object(name):
-    return importlib.import_module("pauc_backend.cli." + name.replace("-", "_")).tool
+    return importlib.import_module("pauc_backend.cli.tools." + name.replace("-", "_")).tool
 
 
 @pytest.mark.parametrize("name", TOOLS)

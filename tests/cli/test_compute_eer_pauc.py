@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from conftest import run_shell, run_tool
 
-from pauc_backend.cli.score_label_input import (_parse_lines_exactly, kaldi_string_to_float,
+from pauc_backend.kaldi_io.numbers import (_parse_lines_exactly, kaldi_string_to_float,
                                                 parse_score_labels)
 
 GOLDEN_NAMES = ["plda_numutts", "plda_adapt_numutts", "plda_nonumutts", "plda_adapt_nonumutts",
@@ -239,7 +239,7 @@ def test_plots_are_written_as_png_and_pdf(golden, tmp_path):
 
 
 def test_tools_that_do_not_plot_do_not_import_matplotlib(golden):
-    proc = run_shell("python -c \"import sys; from pauc_backend.cli import compute_eer_pauc as m; "
+    proc = run_shell("python -c \"import sys; from pauc_backend.cli.tools import compute_eer_pauc as m; "
                      "m.main(['scores/plda_numutts', 'data/trials']); "
                      "print('matplotlib' in sys.modules)\"", cwd=golden)
     assert proc.stdout.endswith(b"False\n")

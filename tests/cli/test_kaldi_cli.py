@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from conftest import run_tool
 
-from pauc_backend.cli.kaldi_cli import shell_quote
+from pauc_backend.cli.framework.kaldi_cli import shell_quote
 from pauc_backend.kaldi_io import read_vector, write_vector
 
 ERROR_LINE = re.compile(r"^ERROR \(copy-vectors\[pauc-backend [^\]\s]+\]:\w+\(\):[\w/.]+:\d+\) ")

@@ -192,7 +192,7 @@ def test_transform_vectors_with_the_transform_reproduces_the_scores(data):
 
 
 def test_sparse_and_dense_scoring_paths_agree(data, monkeypatch):
-    from pauc_backend.cli import score_pauc_trials
+    from pauc_backend.cli.tools import score_pauc_trials
     tmp = data[0]
     monkeypatch.chdir(tmp)
     assert train(tmp).returncode == 0

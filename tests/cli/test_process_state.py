@@ -30,9 +30,9 @@ def test_every_console_script_is_a_bin_launcher_and_goes_through_the_entry_point
             name, target = (part.strip().strip('"') for part in line.split("=", 1))
             scripts[name] = target
     assert sorted(scripts) == TOOLS
-    assert set(scripts.values()) == {"pauc_backend.cli.entry:main"}
+    assert set(scripts.values()) == {"pauc_backend.cli.framework.entry:main"}
     for name in TOOLS:
-        assert "from pauc_backend.cli.entry import main" in (BIN / name).read_text()
+        assert "from pauc_backend.cli.framework.entry import main" in (BIN / name).read_text()
 
 
 def snapshot():
@@ -41,7 +41,7 @@ def snapshot():
 
 @pytest.mark.parametrize("tool", TOOLS)
 def test_main_in_process_leaves_signals_environment_and_cwd_unchanged(tool, tmp_path, capsys):
-    module = importlib.import_module("pauc_backend.cli." + tool.replace("-", "_"))
+    module = importlib.import_module("pauc_backend.cli.tools." + tool.replace("-", "_"))
     before = snapshot()
     calls = [["--help"], ["--no-such-option=1", "x"], [], ["--print-args=false"] + ["x"] * 9,
              # a real run that fails on a missing input after its options were parsed
@@ -94,7 +94,7 @@ def test_commands_in_our_pipes_inherit_the_users_blas_settings(small_ark):
 def test_the_tool_itself_runs_one_blas_thread_unless_told_otherwise(tmp_path):
     probe = """
         import os, sys
-        from pauc_backend.cli import entry
+        from pauc_backend.cli.framework import entry
         entry._limit_blas_threads(os.environ)
         from pauc_backend.process import child_environment
         print(os.environ.get("OPENBLAS_NUM_THREADS"), os.environ.get("MKL_NUM_THREADS"),
@@ -110,7 +110,7 @@ def test_the_tool_itself_runs_one_blas_thread_unless_told_otherwise(tmp_path):
 # existing output keeps its old content, and the process dies by that signal.
 SIGNAL_MID_WRITE = """
     import os, signal, builtins
-    from pauc_backend.cli import entry
+    from pauc_backend.cli.framework import entry
     real_fdopen = os.fdopen
     class Writer:
         def __init__(self, f): self.f, self.n = f, 0
@@ -147,7 +147,7 @@ def test_an_interrupt_while_importing_exits_130_without_a_traceback(tmp_path):
                 if name == "numpy":
                     raise KeyboardInterrupt
         sys.meta_path.insert(0, Interrupt())
-        from pauc_backend.cli import entry
+        from pauc_backend.cli.framework import entry
         entry.main("train-plda", ["--help"])
     """
     proc = _python(interrupt_numpy_import, tmp_path)
@@ -155,7 +155,7 @@ def test_an_interrupt_while_importing_exits_130_without_a_traceback(tmp_path):
 
 
 def test_an_unknown_program_name_is_one_error_line(tmp_path):
-    proc = _python("from pauc_backend.cli import entry; entry.main('no-such-tool')", tmp_path)
+    proc = _python("from pauc_backend.cli.framework import entry; entry.main('no-such-tool')", tmp_path)
     assert proc.returncode == 255
     assert proc.stderr.decode().count("\n") == 1 and "no-such-tool" in proc.stderr.decode()
 

@@ -4,7 +4,7 @@ train-plda and train-pauc-metric."""
 import numpy as np
 import pytest
 
-from pauc_backend.cli.speaker_tables import gather_speakers
+from pauc_backend.cli.framework.speaker_tables import gather_speakers
 from pauc_backend.errors import KaldiError
 
 

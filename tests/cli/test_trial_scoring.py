@@ -5,7 +5,7 @@ import re
 import numpy as np
 import pytest
 
-from pauc_backend.cli.trial_scoring import index_keys, score_trial_list
+from pauc_backend.cli.framework.trial_scoring import index_keys, score_trial_list
 from pauc_backend.errors import KaldiError
 
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pauc_backend.cli.trial_scoring import score_trial_list
+from pauc_backend.cli.framework.trial_scoring import score_trial_list
 from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import keyed, numbers, trials
 from pauc_backend.kaldi_io.keyed import KeySpace, PairTable, join_columns, keyed_score_labels

@@ -1,0 +1,371 @@
+"""Kaldi's command-line conventions (util/parse-options.cc, base/kaldi-error.cc) for every tool.
+
+Why not click: Kaldi's grammar is not click's. Options end at the first positional argument and
+``--x`` may be followed by a positional that click would take as its value; booleans take
+``--x``, ``--x=true`` and ``--x=f``; ``--config=FILE`` files and ``--print-args`` echo are built in;
+usage errors exit 1 (click: 2) and fatal errors 255. Mirroring ParseOptions in ~200 lines is
+smaller and more exact than bending click to it.
+
+A tool looks like::
+
+    tool = Tool("copy-vectors", USAGE)
+    tool.register("binary", True, "Write in binary mode (only for plain-file output)")
+    def run(opts, args): ...
+    def main(argv=None): return tool.main(run, argv, num_args=2)
+"""
+
+import os
+import sys
+import traceback
+
+from pauc_backend import __version__
+from pauc_backend.errors import KaldiError
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_SHELL_OK_CHARS = set("[]~#^_-+=:.,/")
+
+
+class UsageError(Exception):
+    """Wrong command line: print the usage and exit 1."""
+
+
+def format_float(value, precision=6):
+    """C++ ostream default formatting (``%g`` with 6 significant digits), as in Kaldi's logs."""
+    return "%.*g" % (precision, value)
+
+
+def format_vector(values, precision=6):
+    """A vector as Kaldi prints it inside a log message: `` [ 1 2 3 ]``."""
+    return " [ " + "".join("%.*g " % (precision, v) for v in values) + "]"
+
+
+def shell_quote(arg):
+    """Quote one argument the way ParseOptions::Escape does when it echoes the command line."""
+    if arg and all(c.isalnum() or c in _SHELL_OK_CHARS for c in arg):
+        return arg
+    if "'" in arg and not any(c in arg for c in '"`$\\'):
+        return '"' + arg + '"'
+    return "'" + arg.replace("'", "'\\''") + "'"
+
+
+def _parse_bool(text):
+    lowered = text.lower()
+    if lowered in ("true", "t", "1"):
+        return True
+    if lowered in ("false", "f", "0"):
+        return False
+    raise ValueError(text)
+
+
+class _Option:
+    def __init__(self, name, default, help_text, kind):
+        self.name = name
+        self.default = default
+        self.help = help_text
+        self.kind = kind
+
+    def convert(self, text):
+        if self.kind is bool:
+            return _parse_bool(text)
+        if self.kind is int:
+            return int(text)
+        if self.kind is float:
+            return float(text)
+        return text
+
+    def describe_default(self):
+        if self.kind is bool:
+            return "true" if self.default else "false"
+        if self.kind is str:
+            return '"%s"' % self.default
+        return format_float(self.default) if self.kind is float else str(self.default)
+
+
+class Options:
+    """Parsed option values, as attributes with ``-`` replaced by ``_`` (``opts.num_utts``)."""
+
+    def __init__(self, values):
+        self.__dict__.update({k.replace("-", "_"): v for k, v in values.items()})
+
+    def __repr__(self):
+        return "Options(%r)" % self.__dict__
+
+
+class Logger:
+    """Kaldi log lines on stderr: ``LOG (tool[pauc-backend V]:func():cli/tool.py:42) message``."""
+
+    def __init__(self, tool_name):
+        self.tool_name = tool_name
+        self.verbose = 0
+
+    def _header(self, level, depth):
+        frame = sys._getframe(depth + 1)
+        return self.header_for(level, frame.f_code.co_name, frame.f_code.co_filename,
+                               frame.f_lineno)
+
+    def header_for(self, level, function, filename, lineno):
+        path = os.path.abspath(filename)
+        if path.startswith(_PACKAGE_DIR + os.sep):
+            path = os.path.relpath(path, _PACKAGE_DIR)
+        else:
+            path = os.path.basename(path)
+        return "%s (%s[pauc-backend %s]:%s():%s:%d)" % (
+            level, self.tool_name, __version__, function, path, lineno)
+
+    def _emit(self, line):
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
+    def log(self, message, depth=1):
+        self._emit(self._header("LOG", depth) + " " + message)
+
+    info = log
+
+    def warning(self, message, depth=1):
+        self._emit(self._header("WARNING", depth) + " " + message)
+
+    def vlog(self, level, message, depth=1):
+        """``VLOG[level]`` line, shown only when ``--verbose`` >= level."""
+        if self.verbose >= level:
+            self._emit(self._header("VLOG[%d]" % level, depth) + " " + message)
+
+
+class Progress:
+    """A one-line progress meter on stderr, shown only when stderr is a terminal."""
+
+    def __init__(self, total, description, stream=None):
+        self.total = total
+        self.description = description
+        self.done = 0
+        self.stream = stream or sys.stderr
+        self.enabled = self.stream.isatty()
+
+    def update(self, count=1, extra=""):
+        self.done += count
+        if self.enabled:
+            self.stream.write("\r%s: %d/%d %s\033[K" % (self.description, self.done,
+                                                          self.total, extra))
+            self.stream.flush()
+
+    def close(self):
+        if self.enabled:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
+
+
+class Tool:
+    """One command-line tool: its usage text, its options, and Kaldi's parse/log/exit behaviour."""
+
+    def __init__(self, name, usage):
+        self.name = name
+        self.usage = usage.strip("\n")
+        self._options = {}
+        self.log = Logger(name)
+
+    def register(self, name, default, help_text, kind=None):
+        """Register ``--name`` (``_`` or ``-``); its type comes from the default unless given."""
+        key = name.lower().replace("_", "-")
+        kind = kind or type(default)
+        if kind not in (bool, int, float, str):
+            raise TypeError("unsupported option type %r" % kind)
+        self._options[key] = _Option(name, default, help_text, kind)
+
+    # -- parsing -------------------------------------------------------------------------------
+    def usage_text(self):
+        lines = [self.usage]
+        if self._options:  # no empty "Options:" header for a tool with only standard ones
+            lines += ["", "Options:"]
+            lines += [self._describe(self._options[key]) for key in sorted(self._options)]
+        lines += ["", "Standard options:",
+                  self._describe(_Option("config", "", "Configuration file to read (this "
+                                         "option may be repeated)", str)),
+                  self._describe(_Option("help", False, "Print out usage message", bool)),
+                  self._describe(_Option("print-args", True, "Print the command line "
+                                         "arguments (to stderr)", bool)),
+                  self._describe(_Option("verbose", 0, "Verbose level (higher->more "
+                                         "logging)", int)),
+                  ""]
+        return "\n".join(lines)
+
+    @staticmethod
+    def _describe(option):
+        type_name = {bool: "bool", int: "int", float: "float", str: "string"}[option.kind]
+        return "  --%-26s : %s (%s, default = %s)" % (
+            option.name, option.help, type_name, option.describe_default())
+
+    def parse(self, argv):
+        """Return (Options, positionals, standard) for ``argv`` (without the program name)."""
+        values = {k: o.default for k, o in self._options.items()}
+        standard = {"help": False, "print-args": True, "verbose": 0}
+        configs = []
+        positionals = []
+        command_line = []
+        index = 0
+        while index < len(argv):
+            arg = argv[index]
+            if arg == "--":
+                index += 1
+                break
+            if not arg.startswith("--") or len(arg) == 2:
+                break
+            command_line.append(arg)
+            index += 1
+        positionals = list(argv[index:])
+        # Config files first, then the command line, so the command line wins (as in Kaldi).
+        for arg in command_line:
+            key, value = self._split(arg)
+            if key == "config":
+                if value is None:
+                    raise UsageError("Invalid option %s" % arg)
+                configs.append(value)
+        for config in configs:
+            for arg in self._read_config(config):
+                self._apply(arg, values, standard)
+        for arg in command_line:
+            self._apply(arg, values, standard)
+        return Options(values), positionals, standard
+
+    @staticmethod
+    def _split(arg):
+        body = arg[2:]
+        if "=" in body:
+            key, value = body.split("=", 1)
+        else:
+            key, value = body, None
+        return key.lower().replace("_", "-"), value
+
+    def _apply(self, arg, values, standard):
+        key, value = self._split(arg)
+        if key == "config":
+            return
+        if key in standard:
+            kind = bool if key in ("help", "print-args") else int
+            option = _Option(key, standard[key], "", kind)
+            target = standard
+        elif key in self._options:
+            option = self._options[key]
+            target = values
+        else:
+            raise UsageError("Invalid option %s" % arg)
+        if value is None:
+            if option.kind is not bool:
+                raise UsageError("Invalid option %s (option requires a value)" % arg)
+            target[key] = True
+            return
+        try:
+            target[key] = option.convert(value)
+        except ValueError:
+            raise UsageError("Invalid option %s: cannot convert '%s' to %s" % (
+                arg, value, option.kind.__name__)) from None
+
+    @staticmethod
+    def _read_config(path):
+        try:
+            with open(path, encoding="utf-8") as stream:
+                lines = stream.read().splitlines()
+        except OSError as err:
+            raise KaldiError("Cannot open config file: %s (%s)" % (path, err.strerror)) from None
+        options = []
+        for number, line in enumerate(lines, 1):
+            line = line.split("#", 1)[0].strip()
+            if not line:
+                continue
+            if not line.startswith("--"):
+                raise KaldiError("Reading config file %s: line %d does not look like "
+                                 "--option=value: %s" % (path, number, line))
+            options.append(line)
+        return options
+
+    # -- running -------------------------------------------------------------------------------
+    def main(self, run, argv=None, num_args=None, outputs=None):
+        """Parse ``argv``, call ``run(opts, args)``, turn failures into ERROR lines; exit code.
+
+        ``num_args`` is an int, a tuple of allowed counts, or None (``run`` checks itself and
+        raises UsageError). ``outputs`` picks the positional outputs (an index or a slice of
+        ``args``, or a function of ``args``: wspecifiers or wxfilenames) whose folders are checked before ``run`` starts,
+        so a missing output directory is an ERROR before any input is read, not after the
+        work. ``run`` returns an exit code (None means 0).
+        """
+        if argv is None:
+            argv = sys.argv[1:]
+        try:
+            opts, args, standard = self.parse(argv)
+        except UsageError as err:  # Kaldi: usage, then ERROR Invalid option, exit 255
+            sys.stderr.write(self.usage_text() + "\n")
+            self._error(str(err), err)
+            return 255
+        except KaldiError as err:
+            self._error(str(err), err)
+            return 255
+        self.log.verbose = standard["verbose"]
+        if standard["help"]:
+            sys.stdout.write(self.usage_text() + "\n")
+            return 0
+        if standard["print-args"]:
+            sys.stderr.write(" ".join([self.name] + [shell_quote(a) for a in argv]) + " \n")
+            sys.stderr.flush()
+        allowed = (num_args,) if isinstance(num_args, int) else num_args
+        if allowed is not None and len(args) not in allowed:
+            sys.stderr.write(self.usage_text() + "\n")
+            late = [a for a in args if a.startswith("--") and len(a) > 2]
+            if late:  # Kaldi takes them as positionals; say why the count is wrong
+                sys.stderr.write("Note: options must come before the positional arguments "
+                                 "(%s was taken as a positional argument)\n" % late[0])
+            return 1
+        stdout_lost = False
+        try:
+            if outputs is not None:
+                from pauc_backend.kaldi_io.streams import check_output
+                picked = outputs(args) if callable(outputs) else args[outputs] if args else []
+                for output in ([picked] if isinstance(picked, str) else picked):
+                    check_output(output)
+            code = run(opts, args)
+        except BrokenPipeError as err:  # SIGPIPE is ignored, so a vanished reader lands here
+            self._error(_BROKEN_STDOUT, err)
+            return 255
+        except UsageError as err:
+            sys.stderr.write(self.usage_text() + "\n")
+            if str(err):
+                self._error(str(err), None)
+            return 1
+        except (KaldiError, ValueError, OSError, MemoryError, EOFError) as err:
+            self._error(_message_of(err), err)
+            return 255
+        except KeyboardInterrupt:
+            return 130
+        except Exception as err:  # a bug: still one ERROR line, the traceback only on request
+            self._error("%s: %s (internal error; rerun with --verbose=1 for the traceback)"
+                        % (type(err).__name__, err), err, always_trace=True)
+            return 255
+        finally:
+            try:
+                sys.stdout.flush()
+            except (BrokenPipeError, OSError):
+                stdout_lost = True
+        if stdout_lost and not code:  # what the tool printed never arrived: not a success
+            self._error(_BROKEN_STDOUT, None)
+            return 255
+        return 0 if code is None else code
+
+    def _error(self, message, err, always_trace=False):
+        if err is not None and err.__traceback__ is not None:
+            frame = traceback.extract_tb(err.__traceback__)[-1]
+            header = self.log.header_for("ERROR", frame.name, frame.filename, frame.lineno)
+        else:
+            header = self.log.header_for("ERROR", "main", __file__, 0)
+        sys.stderr.write(header + " " + message + "\n")
+        if err is not None and self.log.verbose >= 1 and always_trace:
+            traceback.print_exception(type(err), err, err.__traceback__, file=sys.stderr)
+        sys.stderr.flush()
+
+
+_BROKEN_STDOUT = ("Failed to write standard output: its reader closed the pipe early (broken "
+                  "pipe): the output is incomplete")
+
+
+def _message_of(err):
+    if isinstance(err, OSError) and err.filename is not None and err.strerror:
+        return "%s: %s" % (err.strerror, err.filename)
+    if isinstance(err, MemoryError):
+        return "Out of memory"
+    return str(err) or type(err).__name__

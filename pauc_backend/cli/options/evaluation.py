@@ -1,0 +1,142 @@
+"""compute-eer-pauc's --bootstrap and --partitions: option parsing, the keyed inputs (utt2spk,
+partitions table) and calls into pauc_backend.metrics.bootstrap / .equalized.
+
+The partitions file is a keyed ``<key1> <key2> <partition>`` table joined to the scored trials
+through the same key join as the scores (``kaldi_io.keyed``: one KeySpace, PairTable.find).
+"""
+
+import numpy as np
+
+from pauc_backend.cli.framework.kaldi_cli import UsageError, format_float
+from pauc_backend.errors import KaldiError
+from pauc_backend.cli.framework.speaker_tables import read_utt2spk
+from pauc_backend.kaldi_io.keyed import PairTable
+from pauc_backend.metrics.bootstrap import (ClusterBootstrap, bootstrap_statistics,
+                                            confidence_summary)
+from pauc_backend.metrics.equalized import equalized_summary
+
+HELP_TEXT = """
+--bootstrap=N adds percentile confidence intervals (level --confidence) for EER, each
+minDCF, pAUC and AUC from N resamples of a two-way cluster bootstrap: the enrollment keys
+(first column) and the test keys (second column) are resampled as clusters, independently,
+and trial (e, t) counts a_e * b_t times (Owen's pigeonhole bootstrap, 2007; cf. Poh, Martin
+& Bengio, IEEE TPAMI 2007, for users as the bootstrap unit). With --utt2spk keys are replaced
+by their speakers (keys not in it are speakers themselves). Needs the keyed (two-argument)
+form; the same --seed gives the same output.
+--partitions=FILE (lines <key1> <key2> <partition>) switches to NIST's equalised scoring:
+miss and false-alarm rates are averaged over partitions at each threshold, and EER (NIST's
+interpolated), minDCF, pAUC, AUC and actDCF come from those rates. Whenever --p-target holds
+0.01 and 0.005, the JSON report has c_primary (their mean minDCF: SRE16's Cprimary with
+--partitions) and, with --llr, act_c_primary."""
+
+
+def register_options(tool):
+    tool.register("bootstrap", 0, "Number of cluster-bootstrap resamples for confidence "
+                  "intervals (0: none)")
+    tool.register("seed", 0, "Seed of the bootstrap's random draws")
+    tool.register("confidence", 0.95, "Level of the bootstrap's percentile intervals")
+    tool.register("utt2spk", "", "Bootstrap clusters by speaker: rspecifier of a table "
+                  "<key> <speaker> for the trials' keys, e.g. ark:data/utt2spk")
+    tool.register("partitions", "", "NIST equalised scoring: file of lines <key1> <key2> "
+                  "<partition>, e.g. language x gender of each trial")
+
+
+def check_options(opts, num_args):
+    if opts.bootstrap < 0:
+        raise UsageError("--bootstrap must be >= 0 (got %d)" % opts.bootstrap)
+    if not 0 < opts.confidence < 1:
+        raise UsageError("--confidence must lie strictly between 0 and 1 (got %s)"
+                         % opts.confidence)
+    if (opts.bootstrap or opts.partitions) and num_args != 2:
+        raise UsageError("--bootstrap and --partitions need keys: give <scores> <trials>")
+    if opts.utt2spk and not opts.bootstrap:
+        raise UsageError("--utt2spk is only used by --bootstrap")
+    if opts.bootstrap and opts.partitions:
+        raise UsageError("--bootstrap and --partitions cannot be combined (the bootstrap "
+                         "resamples plain, not equalised, rates)")
+    if opts.bootstrap and opts.eer_method != "kaldi":
+        raise UsageError("--bootstrap computes Kaldi's EER; --eer-method=%s is not supported "
+                         "with it" % opts.eer_method)
+    if opts.partitions and opts.eer_method != "kaldi":
+        raise UsageError("--partitions uses NIST's equalised EER; drop --eer-method")
+
+
+def read_partitions(rx, keys, ids1, ids2):
+    """Partition name of each scored trial ``(ids1[i], ids2[i])`` (key ids in ``keys``), from
+    the ``<key1> <key2> <partition>`` file ``rx`` read through the one key join."""
+    table = PairTable.read(rx, keys, "token", noun="partition entries",
+                           what="partitions file")
+    if not len(table):
+        raise KaldiError("Empty partitions file %s" % rx)
+    rows = table.find(keys.codes(ids1, ids2))
+    missing = np.flatnonzero(rows < 0)
+    if missing.size:
+        first = keys.pair_text(keys.codes(ids1[missing[:1]], ids2[missing[:1]])[0])
+        raise KaldiError("%d scored trials have no partition in %s (first: '%s')"
+                         % (missing.size, rx, first))
+    return table.values(rows)
+
+
+def _speaker_codes(ids, index, utt2spk):
+    """Speaker name of each trial's key (a key not in ``utt2spk`` is its own speaker), the
+    number of distinct keys found in ``utt2spk`` and the number of distinct keys."""
+    used, inverse = np.unique(ids, return_inverse=True)
+    names = [index.text(key_id) for key_id in used.tolist()]
+    speakers = np.array([utt2spk.get(name, name) for name in names])
+    return speakers[inverse.ravel()], sum(name in utt2spk for name in names), used.size
+
+
+def bootstrap_confidence(log, opts, scores, is_target, keys, ids1, ids2, p_targets):
+    """The ``"confidence"`` dict of the report; clusters are the trials' keys (ids in
+    ``keys``), or their speakers with --utt2spk."""
+    enroll, test = ids1, ids2
+    if opts.utt2spk:
+        table = read_utt2spk(opts.utt2spk)
+        (enroll, found1, num1), (test, found2, num2) = (
+            _speaker_codes(ids, index, table) for ids, index in ((ids1, keys.first),
+                                                                 (ids2, keys.second)))
+        log.log("Clusters by speaker from %s: %d of %d enrollment keys and %d of %d test keys "
+                "found in it" % (opts.utt2spk, found1, num1, found2, num2))
+    boot = ClusterBootstrap(scores, is_target, enroll, test)
+    stats = bootstrap_statistics(boot, opts.bootstrap, opts.seed, p_targets, opts.pauc_alpha,
+                                 opts.pauc_beta, opts.c_miss, opts.c_fa)
+    confidence, used = confidence_summary(stats, opts.confidence)
+    log.log("Bootstrap: %d resamples of %d enrollment and %d test clusters (seed %d)"
+            % (opts.bootstrap, boot.num_enroll, boot.num_test, opts.seed))
+    if used < opts.bootstrap:
+        log.warning("%d of %d resamples lost every target or every non-target and were "
+                    "dropped: too few clusters for a meaningful interval"
+                    % (opts.bootstrap - used, opts.bootstrap))
+    if used == 0:
+        raise KaldiError("No bootstrap resample kept both targets and non-targets")
+    return confidence
+
+
+def equalized(log, opts, scores, is_target, keys, ids1, ids2, p_targets):
+    partitions = read_partitions(opts.partitions, keys, ids1, ids2)
+    summary = equalized_summary(scores, is_target, partitions, p_targets, opts.pauc_alpha,
+                                opts.pauc_beta, opts.c_miss, opts.c_fa, opts.llr)
+    log.log("Equalised over %d partitions of %s (%d with targets, %d with non-targets)"
+            % (summary["num_partitions"], opts.partitions,
+               summary["num_partitions_with_targets"],
+               summary["num_partitions_with_nontargets"]))
+    return summary
+
+
+def log_extras(log, summary):
+    """LOG lines for c_primary and the intervals (--report=kaldi)."""
+    if "c_primary" in summary:
+        text = "Cprimary (mean minDCF at p-target 0.01 and 0.005) is %.4f" % summary["c_primary"]
+        if summary.get("act_c_primary") is not None:
+            text += ", actual %.4f" % summary["act_c_primary"]
+        log.log(text)
+    confidence = summary.get("confidence")
+    if confidence:
+        def show(pair, scale=1.0):
+            return "n/a" if pair is None else "[%s, %s]" % (format_float(scale * pair[0]),
+                                                           format_float(scale * pair[1]))
+        log.log("%g%% bootstrap intervals (%d resamples): EER %s%%, pAUC %s, AUC %s, minDCF %s"
+                % (100 * confidence["level"], confidence["resamples"],
+                   show(confidence["eer"], 100.0), show(confidence["pauc"]),
+                   show(confidence["auc"]),
+                   " ".join(show(pair) for pair in confidence["min_dcf"])))

@@ -1,0 +1,151 @@
+"""compute-eer-pauc: Kaldi's compute-eer (byte for byte) plus minDCF, pAUC, AUC and AP."""
+
+import sys
+
+from pauc_backend.cli.options import evaluation as extras
+from pauc_backend.cli.framework.kaldi_cli import Tool, UsageError, format_float
+from pauc_backend.errors import KaldiError
+from pauc_backend.kaldi_io.keyed import KeySpace, keyed_score_labels, read_labelled_trials
+from pauc_backend.kaldi_io.numbers import read_score_labels
+from pauc_backend.metrics import TrialScores, report
+from pauc_backend.metrics.equalized import add_c_primary
+
+USAGE = """
+Computes the equal error rate exactly as Kaldi's compute-eer, and also minDCF (as
+sid/compute_min_dcf.py), pAUC over an FPR band (the paper's eq. 5), AUC and average precision.
+With one argument the input is compute-eer's: lines <score> target|nontarget; with two, a scores
+file <key1> <key2> <score> is joined by key with a trials file <key1> <key2> target|nontarget.
+With --report=kaldi stdout is only the EER in percent (%.4g, no newline), as compute-eer; the
+other metrics are logged. --report=table prints one aligned row, --report=json one object.
+
+Usage: compute-eer-pauc [options] <scores-in>
+   or: compute-eer-pauc [options] <scores-rxfilename> <trials-rxfilename>
+e.g.: paste data/trials scores | awk '{print $6, $3}' | compute-eer-pauc -
+      compute-eer-pauc --p-target=0.01,0.001 --report=table exp/scores data/trials
+      compute-eer-pauc --bootstrap=1000 --report=json exp/scores data/trials
+      compute-eer-pauc --partitions=data/partitions --p-target=0.01,0.005 exp/scores data/trials
+""" + extras.HELP_TEXT + """
+"""
+
+tool = Tool("compute-eer-pauc", USAGE)
+tool.register("pauc-alpha", 0.0, "Lower end of the false-positive-rate band of the pAUC")
+tool.register("pauc-beta", 0.01, "Upper end of the false-positive-rate band of the pAUC")
+tool.register("p-target", "0.01", "Prior(s) of a target trial for minDCF (and actDCF), "
+              "comma-separated, e.g. 0.01,0.005")
+tool.register("c-miss", 1.0, "Cost of a miss (minDCF, actDCF)")
+tool.register("c-fa", 1.0, "Cost of a false alarm (minDCF, actDCF)")
+tool.register("eer-method", "kaldi", "EER definition: kaldi (compute-eer) or rocch (BOSARIS "
+              "ROC convex hull)")
+tool.register("report", "kaldi", "What to print: kaldi (EER on stdout, the rest logged), "
+              "table (one row) or json")
+tool.register("llr", False, "Scores are calibrated log-likelihood ratios: also report actDCF, "
+              "Cllr and minCllr")
+tool.register("det-plot", "", "Write a DET plot here (.png or .pdf)")
+tool.register("roc-plot", "", "Write a ROC plot with the pAUC band shaded here (.png or .pdf)")
+extras.register_options(tool)
+
+
+def _p_targets(text):
+    try:
+        values = [float(item) for item in text.split(",")]
+    except ValueError:
+        values = []
+    if not values or not all(0 < p < 1 for p in values):
+        raise KaldiError("Bad --p-target=%s: need priors strictly between 0 and 1, "
+                         "comma-separated" % text)
+    return values
+
+
+def _log_kaldi(summary, opts):
+    log = tool.log
+    if summary["eer_method"] == "kaldi":
+        log.log("Equal error rate is %s%%, at threshold %s" % (
+            format_float(100.0 * summary["eer"]), format_float(summary["eer_threshold"])))
+    elif summary["eer_method"] == "equalized":
+        log.log("Equalised equal error rate is %s%%" % format_float(100.0 * summary["eer"]))
+    else:
+        log.log("ROCCH equal error rate is %s%%" % format_float(100.0 * summary["eer"]))
+    for item in summary["min_dcf"]:
+        where = ("" if item["threshold"] is None else
+                 " at threshold {0:.4f}".format(item["threshold"]))
+        log.log("minDCF is {0:.4f}{1} (p-target={2}, c-miss={3:g},"
+                "c-fa={4:g})".format(item["min_dcf"], where, item["p_target"],
+                                     opts.c_miss, opts.c_fa))
+    label = report.pauc_label(opts.pauc_alpha, opts.pauc_beta)
+    if summary["pauc"] is None:
+        log.warning("%s is undefined: the band holds no non-target (%d non-targets)" % (
+            label, summary["num_nontarget"]))
+    elif "pauc_mcclish" not in summary:
+        log.log("%s is %s" % (label, format_float(summary["pauc"])))
+    else:
+        log.log("%s is %s over %d non-targets (McClish-standardised partial AUC %s)" % (
+            label, format_float(summary["pauc"]), summary["pauc_num_nontargets"],
+            format_float(summary["pauc_mcclish"])))
+    if "average_precision" in summary:
+        log.log("AUC is %s, average precision is %s" % (
+            format_float(summary["auc"]), format_float(summary["average_precision"])))
+    else:
+        log.log("AUC is %s" % format_float(summary["auc"]))
+    for item in summary.get("act_dcf", ()):
+        log.log("actDCF is %s (p-target=%s)" % (format_float(item["act_dcf"]), item["p_target"]))
+    if "cllr" in summary:
+        log.log("Cllr is %s, minCllr is %s" % (format_float(summary["cllr"]),
+                                                format_float(summary["min_cllr"])))
+
+
+def run(opts, args):
+    if opts.report not in ("kaldi", "table", "json"):
+        raise UsageError("--report must be kaldi, table or json (got %s)" % opts.report)
+    if opts.eer_method not in ("kaldi", "rocch"):
+        raise UsageError("--eer-method must be kaldi or rocch (got %s)" % opts.eer_method)
+    extras.check_options(opts, len(args))
+    p_targets = _p_targets(opts.p_target)
+    if opts.det_plot or opts.roc_plot:
+        from pauc_backend.plotting import check_plot_name
+        for name in filter(None, (opts.det_plot, opts.roc_plot)):
+            check_plot_name(name)
+    if len(args) == 1:
+        scores, is_target = read_score_labels(args[0])
+    else:
+        keys = KeySpace()
+        trials = read_labelled_trials(args[1], keys)
+        need_keys = bool(opts.partitions or opts.bootstrap)
+        scores, is_target, *ids = keyed_score_labels(tool.log, args[0], trials,
+                                                     key_ids=need_keys)
+        key_ids = ids[0] if ids else ()
+        del trials
+        if not is_target.any() or is_target.all():
+            raise KaldiError("No %s trials have scores" % (
+                "target" if not is_target.any() else "non-target"))
+    trials = TrialScores.from_trials(scores, is_target)
+    if opts.partitions:
+        summary = extras.equalized(tool.log, opts, scores, is_target, keys, *key_ids, p_targets)
+    else:
+        summary = trials.summary(p_targets, opts.pauc_alpha, opts.pauc_beta, opts.c_miss,
+                                 opts.c_fa, opts.eer_method, opts.llr)
+    add_c_primary(summary)
+    if opts.bootstrap:
+        summary["confidence"] = extras.bootstrap_confidence(tool.log, opts, scores, is_target,
+                                                            keys, *key_ids, p_targets)
+    if opts.report == "kaldi":
+        _log_kaldi(summary, opts)
+        extras.log_extras(tool.log, summary)
+        sys.stdout.write("%.4g" % (100.0 * summary["eer"]))
+    else:
+        sys.stdout.write((report.format_table if opts.report == "table" else
+                          report.format_json)(summary))
+    if opts.det_plot or opts.roc_plot:
+        from pauc_backend import plotting
+        systems = [("scores" if args[0] in ("-", "") else args[0], trials)]
+        if opts.det_plot:
+            plotting.plot_det(systems, opts.det_plot, p_target=p_targets[0],
+                              c_miss=opts.c_miss, c_fa=opts.c_fa)
+        if opts.roc_plot:
+            plotting.plot_roc(systems, opts.roc_plot, opts.pauc_alpha, opts.pauc_beta)
+    tool.log.log("Evaluated %d trials: %d target, %d non-target." % (
+        trials.num_tar + trials.num_non, trials.num_tar, trials.num_non))
+    return 0
+
+
+def main(argv=None):
+    return tool.main(run, argv, num_args=(1, 2))

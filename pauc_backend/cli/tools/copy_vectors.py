@@ -1,0 +1,77 @@
+"""copy-vectors: copy a table of vectors or one vector file (Kaldi's copy-vector)."""
+
+import numpy as np
+
+from pauc_backend.cli.framework.kaldi_cli import Tool, format_float
+from pauc_backend.errors import KaldiError
+from pauc_backend.kaldi_io import (TableWriter, classify_rspecifier, classify_wspecifier,
+                                   read_vector, read_vector_table, write_vector,
+                                   write_vector_table)
+
+USAGE = """
+Copy vectors, or archives of vectors (e.g. speaker vectors), as Kaldi's copy-vector.
+Tables are always written as float (FV); --binary only applies to plain-file output.
+
+Usage: copy-vectors [options] (<vector-in-rspecifier>|<vector-in-rxfilename>) (<vector-out-wspecifier>|<vector-out-wxfilename>)
+ e.g.: copy-vectors --binary=false exp/mean.vec -
+   copy-vectors scp:data/train/xvector.scp ark,t:-
+"""
+
+tool = Tool("copy-vectors", USAGE)
+tool.register("binary", True, "Write in binary mode (only relevant if output is a wxfilename)")
+tool.register("change-dim", -1, "Use this option to truncate or zero-pad the vectors.")
+tool.register("scale", 1.0, "This option can be used to scale the vectors being copied "
+              "(tables only, as in Kaldi).")
+
+
+def resize(vector, dim):
+    """Vector::Resize(dim, kCopyData): truncate or zero-pad."""
+    out = np.zeros(vector.shape[:-1] + (dim,), dtype=np.float32)
+    keep = min(dim, vector.shape[-1])
+    out[..., :keep] = vector[..., :keep]
+    return out
+
+
+def run(opts, args):
+    source, target = args
+    in_table = classify_rspecifier(source) is not None
+    if in_table != (classify_wspecifier(target) is not None):
+        raise KaldiError("Cannot mix archives with regular files (copying vectors)")
+    if not in_table:
+        if opts.scale != 1.0:
+            tool.log.warning("--scale=%s is ignored when copying a single vector file (as in "
+                             "Kaldi's copy-vector)" % format_float(opts.scale))
+        vector = read_vector(source).astype(np.float32)
+        if opts.change_dim >= 0:
+            vector = resize(vector, opts.change_dim)
+        write_vector(target, vector, binary=opts.binary)
+        tool.log.log("Copied vector to %s" % target)
+        return 0
+    keys, vectors = read_vector_table(source, ragged=True)
+    if not keys:
+        raise KaldiError("No vectors read from %s (empty input); %s not written"
+                         % (source, target))
+    changed = opts.change_dim >= 0 or opts.scale != 1.0
+    scale = np.float32(opts.scale)
+    if isinstance(vectors, np.ndarray):
+        if opts.change_dim >= 0:
+            vectors = resize(vectors, opts.change_dim)
+        if opts.scale != 1.0:
+            vectors = vectors * scale
+        write_vector_table(target, keys, vectors)
+    else:
+        with TableWriter(target, "vector") as writer:
+            for key, vector in zip(keys, vectors):
+                if opts.change_dim >= 0:
+                    vector = resize(vector, opts.change_dim)
+                writer.write(key, vector * scale if opts.scale != 1.0 else vector)
+    if changed:
+        tool.log.log("Copied %d vectors, setting dim to %d scaled by %s" % (
+            len(keys), opts.change_dim, format_float(opts.scale)))
+    else:
+        tool.log.log("Copied %d vectors." % len(keys))
+    return 0 if keys else 1
+
+
+def main(argv=None):
+    return tool.main(run, argv, num_args=2, outputs=-1)

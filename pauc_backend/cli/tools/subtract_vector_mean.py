@@ -1,0 +1,62 @@
+"""subtract-vector-mean: centre a table of vectors (twin of ivector-subtract-global-mean)."""
+
+from pauc_backend.cli.framework.kaldi_cli import Tool, format_float
+from pauc_backend.errors import KaldiError
+from pauc_backend.kaldi_io import read_vector, read_vector_table, write_vector_table
+from pauc_backend.models.preprocessing import mean_norm, nonfinite_rows, subtract_mean
+
+USAGE = """
+Copies a table of vectors but subtracts the global mean as it does so.  The mean
+may be specified as the first argument (a vector file, e.g. from compute-vector-mean);
+if not, the mean of the input vectors is used (as ivector-subtract-global-mean).
+
+Usage: subtract-vector-mean <vector-rspecifier> <vector-wspecifier>
+or: subtract-vector-mean <mean-rxfilename> <vector-rspecifier> <vector-wspecifier>
+e.g.: subtract-vector-mean scp:data/train/xvector.scp ark:-
+or: subtract-vector-mean exp/mean.vec scp:data/test/xvector.scp ark,scp:exp/test_sub.ark,exp/test_sub.scp
+See also: compute-vector-mean
+"""
+
+tool = Tool("subtract-vector-mean", USAGE)
+tool.register("subtract-mean", True, "If true, subtract mean; if false, just copy the input.")
+
+
+def run(opts, args):
+    log = tool.log
+    if len(args) == 3:
+        mean = read_vector(args[0])
+        bad = nonfinite_rows(mean[None]) if mean.size else ()
+        if len(bad):
+            raise KaldiError("The mean in %s contains NaN or infinity" % args[0])
+    else:
+        mean = None
+    vector_rspecifier, vector_wspecifier = args[-2:]
+    keys, X = read_vector_table(vector_rspecifier)
+    if not keys:
+        raise KaldiError("No vectors read from %s (empty input); %s not written"
+                         % (vector_rspecifier, vector_wspecifier))
+    bad = nonfinite_rows(X)
+    if bad.size:
+        raise KaldiError("Vector for key %s in %s contains NaN or infinity"
+                         % (keys[bad[0]], vector_rspecifier))
+    if mean is not None:
+        if keys and mean.shape[0] != X.shape[1]:
+            raise KaldiError("Dimension mismatch: the mean in %s has dimension %d but the "
+                             "vectors in %s have dimension %d"
+                             % (args[0], mean.shape[0], vector_rspecifier, X.shape[1]))
+        Y = subtract_mean(X, mean)[0] if keys else X
+    else:
+        log.log("Read %d iVectors." % len(keys))
+        Y = X
+        if keys:
+            centred, total = subtract_mean(X)
+            log.log("Norm of iVector mean was %s" % format_float(mean_norm(total, len(keys))))
+            if opts.subtract_mean:
+                Y = centred
+    write_vector_table(vector_wspecifier, keys, Y)
+    log.log("Wrote %d mean-subtracted iVectors" % len(keys))
+    return 0 if keys else 1
+
+
+def main(argv=None):
+    return tool.main(run, argv, num_args=(2, 3), outputs=-1)

@@ -1,0 +1,75 @@
+"""train-calibration: learn llr = sum_k w_k s_k + b by BOSARIS's prior-weighted logistic
+regression (linear calibration of one system, or fusion of several)."""
+
+from pauc_backend.kaldi_io.joined_scores import read_joined_scores
+from pauc_backend.persist.calibration import write_calibration
+from pauc_backend.cli.framework.kaldi_cli import Tool, UsageError, format_float, format_vector
+from pauc_backend.errors import KaldiError
+from pauc_backend.metrics.llr import act_dcf, cllr, min_cllr
+from pauc_backend.models.calibration import LinearCalibration, LinearFusion
+
+USAGE = """
+Train a linear calibration (one score file) or fusion (several score files, joined by the key
+pair) that maps scores to log-likelihood ratios, llr = sum_k w_k * s_k + b, by minimising the
+prior-weighted cross-entropy of BOSARIS (targets weighted prior/N_tar, non-targets
+(1-prior)/N_non, logit(prior) offset), optionally with an L2 penalty on w.
+
+Usage: train-calibration [options] <trials-rxfilename> <scores-rxfilename>
+         [<scores-rxfilename> ...] <calibration-wxfilename>
+e.g.: train-calibration --prior=0.01 data/dev/trials exp/scores_dev exp/calibration.mdl
+""".strip("\n")
+
+tool = Tool("train-calibration", USAGE)
+tool.register("prior", 0.5, "Target prior of the training objective (0.01 for the usual "
+              "DCF operating point)")
+tool.register("regularization", 0.0, "L2 penalty lambda/2 ||w||^2 on the weights (needed when "
+              "target and non-target scores are separable)")
+tool.register("max-iters", 100, "Maximum number of Newton iterations")
+tool.register("binary", True, "Write the calibration model in binary mode")
+
+
+def run(opts, args):
+    if len(args) < 3:
+        raise UsageError("")
+    trials_rx, score_rxs, model_wx = args[0], args[1:-1], args[-1]
+    if not 0.0 < opts.prior < 1.0:
+        raise KaldiError("--prior must lie strictly between 0 and 1, got %s" % opts.prior)
+    if opts.regularization < 0:
+        raise KaldiError("--regularization must be >= 0, got %s" % opts.regularization)
+    scores, labels, num_trials = read_joined_scores(tool.log, score_rxs, trials_rx)
+    num_tar, num = int(labels.sum()), labels.size
+    tool.log.log("Training on %d of %d trials (%d target, %d non-target) with %d score "
+                 "file(s)" % (num, num_trials, num_tar, num - num_tar, len(score_rxs)))
+    if num_tar == 0 or num_tar == num:
+        raise KaldiError("Calibration needs both target and non-target trials with scores; "
+                         "got %d target and %d non-target" % (num_tar, num - num_tar))
+    cls = LinearCalibration if len(score_rxs) == 1 else LinearFusion
+    model = cls(prior=opts.prior, regularization=opts.regularization,
+                max_iter=opts.max_iters).fit(scores, labels)
+    tool.log.log("Newton's method converged in %d iterations; objective %s, gradient norm %s"
+                 % (model.n_iter_, format_float(model.objective_), format_float(model.grad_norm_)))
+    tool.log.log("Learned llr = w . s + b with w =%s and b = %s"
+                 % (format_vector(model.weights_), format_float(model.offset_)))
+    llr = model.transform(scores)
+    for k in range(scores.shape[1]):
+        raw = scores[:, k]
+        tool.log.log("Training trials, input %d (%s): Cllr %s, actDCF(%s) %s, minCllr %s" % (
+            k + 1, score_rxs[k], format_float(cllr(raw[labels], raw[~labels])),
+            format_float(opts.prior), format_float(act_dcf(raw[labels], raw[~labels],
+                                                           opts.prior)),
+            format_float(min_cllr(raw[labels], raw[~labels]))))
+    tool.log.log("Training trials, calibrated: Cllr %s, actDCF(%s) %s, minCllr %s" % (
+        format_float(cllr(llr[labels], llr[~labels])), format_float(opts.prior),
+        format_float(act_dcf(llr[labels], llr[~labels], opts.prior)),
+        format_float(min_cllr(llr[labels], llr[~labels]))))
+    write_calibration(model_wx, model, binary=opts.binary)
+    tool.log.log("Wrote calibration model to %s" % model_wx)
+    return 0
+
+
+def main(argv=None):
+    return tool.main(run, argv, outputs=-1)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,107 @@
+"""train-lda: estimate an LDA transform for speaker vectors (twin of ivector-compute-lda)."""
+
+import numpy as np
+
+from pauc_backend.cli.framework.kaldi_cli import Tool, format_float, format_vector
+from pauc_backend.errors import KaldiError
+from pauc_backend.cli.framework.speaker_tables import read_utt2spk
+from pauc_backend.kaldi_io import read_vector_table, write_matrix
+from pauc_backend.models.lda import LDA
+from pauc_backend.models.preprocessing import nonfinite_rows, vector_norms
+
+USAGE = """
+Compute an LDA matrix for speaker vectors (as ivector-compute-lda).  Reads in vectors
+per utterance, and an utt2spk file which it uses to help work out the within-speaker
+and between-speaker covariance matrices.  Outputs an LDA projection to a specified
+dimension.  By default it will normalize so that the projected within-class covariance
+is unit; --total-covariance-factor=1.0 normalizes the total covariance instead.
+Note: the transform we produce is actually an affine transform which will also set
+the global mean to zero (apply it with transform-vectors).
+
+Usage:  train-lda [options] <vector-rspecifier> <utt2spk-rspecifier> <lda-matrix-out>
+e.g.:
+ train-lda --dim=32 "ark:subtract-vector-mean scp:data/train/xvector.scp ark:- |" ark:data/train/utt2spk exp/transform.mat
+"""
+
+tool = Tool("train-lda", USAGE)
+tool.register("dim", 100, "Dimension we keep with the LDA transform")
+tool.register("total-covariance-factor", 0.0, "If this is 0.0 we normalize to make the "
+              "within-class covariance unit; if 1.0, the total covariance; if between, we "
+              "normalize an interpolated matrix.")
+tool.register("covariance-floor", 1.0e-06, "Floor the eigenvalues of the interpolated "
+              "covariance matrix to the product of its largest eigenvalue and this number.")
+tool.register("binary", True, "Write output in binary mode")
+
+
+def select_utterances(log, keys, utt2spk):
+    """Rows kept by ivector-compute-lda, in its std::map (sorted key) order, and their speakers.
+
+    A repeated utterance (after the first) or one missing from utt2spk is skipped with Kaldi's
+    warning. Sorted, duplicate-free input (the usual case) gives ``rows=None``: all, in order.
+    """
+    speakers = list(map(utt2spk.get, keys))
+    in_order = all(a < b for a, b in zip(keys, keys[1:]))
+    if in_order and None not in speakers:
+        return None, speakers
+    first = {}
+    for row, utt in enumerate(keys):
+        if utt in first:
+            log.warning("Duplicate iVector found for utterance %s, ignoring it." % utt)
+        elif speakers[row] is None:
+            log.warning("utt2spk has no entry for utterance %s, skipping it." % utt)
+            first[utt] = -1
+        else:
+            first[utt] = row
+    rows = [row for _, row in sorted(first.items()) if row >= 0]
+    return rows, [speakers[row] for row in rows]
+
+
+def run(opts, args):
+    vector_rspecifier, utt2spk_rspecifier, lda_wxfilename = args
+    log = tool.log
+    if not opts.covariance_floor >= 0.0:
+        raise KaldiError("--covariance-floor must be >= 0, got %s" % opts.covariance_floor)
+    keys, X = read_vector_table(vector_rspecifier)
+    utt2spk = read_utt2spk(utt2spk_rspecifier)
+    rows, speakers = select_utterances(log, keys, utt2spk)
+    log.log("Read %d utterances, %d with errors." % (len(speakers), len(keys) - len(speakers)))
+    if not speakers:
+        raise KaldiError("Did not read any utterances from %s." % vector_rspecifier)
+    log.log("Computing within-class covariance.")
+    if rows is not None:
+        X, keys = X[rows], [keys[row] for row in rows]
+    bad = nonfinite_rows(X)
+    if bad.size:
+        raise KaldiError("Vector for utterance %s in %s contains NaN or infinity"
+                         % (keys[bad[0]], vector_rspecifier))
+    speaker_index = {}
+    labels = np.fromiter((speaker_index.setdefault(spk, len(speaker_index)) for spk in speakers),
+                         dtype=np.intp, count=len(speakers))
+    try:
+        lda = LDA(dim=opts.dim, total_covariance_factor=opts.total_covariance_factor,
+                  covariance_floor=opts.covariance_floor).fit(X, labels)
+    except ValueError as err:
+        raise KaldiError("%s (vectors from %s, speakers from %s)"
+                         % (err, vector_rspecifier, utt2spk_rspecifier)) from None
+    log.log("2-norm of iVector mean is %s" % format_float(vector_norms(lda.mean_[None])[0]))
+    log.log("Stats have %d speakers, %d utterances. " % (lda.num_speakers_, lda.num_utts_))
+    if lda.num_speakers_ - 1 < opts.dim:  # Kaldi writes the same matrix without a word
+        log.warning("Only %d speakers: the between-class covariance has rank at most %d, so "
+                    "the last %d of the --dim=%d LDA dimensions carry no speaker information"
+                    % (lda.num_speakers_, lda.num_speakers_ - 1,
+                       opts.dim - lda.num_speakers_ + 1, opts.dim))
+    if lda.num_floored_:
+        log.warning("Floored %d eigenvalues of covariance to %s"
+                    % (lda.num_floored_, format_float(lda.floor_)))
+    log.log("Singular values of between-class covariance after projecting with interpolated "
+            "[total/within] covariance with a weight of %s on the total covariance, are: %s\n"
+            % (format_float(np.float32(opts.total_covariance_factor)),
+               format_vector(lda.eigenvalues_)))
+    write_matrix(lda_wxfilename, lda.affine_matrix_, binary=opts.binary)
+    log.log("Wrote LDA transform to %s" % (lda_wxfilename if lda_wxfilename not in ("", "-")
+                                           else "standard output"))
+    return 0
+
+
+def main(argv=None):
+    return tool.main(run, argv, num_args=3, outputs=-1)

@@ -1,0 +1,165 @@
+"""train-pauc-auto: pAUCMetric (auto), a back-end chosen by cross-fitting on training speakers."""
+
+import numpy as np
+
+from pauc_backend.persist.auto_backend import write_model_dir
+from pauc_backend.cli.framework.kaldi_cli import Progress, Tool, format_float
+from pauc_backend.cli.framework.speaker_tables import gather_speakers
+from pauc_backend.errors import KaldiError
+from pauc_backend.kaldi_io import read_token_table, read_token_vector_table, read_vector_table
+from pauc_backend.kaldi_io.streams import check_writable
+from pauc_backend.models.auto_backend import DEFAULT_CANDIDATES, AutoBackend, parse_candidate
+
+USAGE = """
+Chooses a whole speaker-verification back-end from TRAINING data alone and trains it.
+The training speakers are split into --num-folds folds (seeded); for each fold the whole
+back-end (mean, LDA, PLDA, pAUCMetric on length-normalised and on PLDA-latent vectors) is
+retrained on the other folds and scores trials among the held-out speakers, built like your
+evaluation trials: --enroll-utts=0 pairs single vectors (utterance against utterance, as
+VoxCeleb1-O or TIMIT), --enroll-utts=N enrolls each held-out speaker by the mean of N raw
+vectors (as ETRI's 3) and tries it against every other held-out vector. Every candidate
+system (--candidates: cosine, plda, pauc_lnorm, pauc_latent, each optionally with ':as' for
+AS-norm against the training speakers' means, or '+'-joined linear fusions, whose weights
+are also cross-fitted) at every LDA dimension (--lda-dims, capped by the
+smallest fold's speakers - 1) is rated by its mean held-out pAUC over [--alpha, --beta]; the
+log lists every candidate's held-out pAUC, EER and minDCF(0.01). The best is retrained on all
+speakers; its fusion/calibration weights come from the pooled held-out scores.
+The input vectors are RAW (as extracted, not mean-subtracted). The model directory holds
+Kaldi-format pieces (mean.vec, transform.mat, plda, metric_*, fusion) and system.txt, which
+names the chosen system and its cross-fitted figures. Score with score-pauc-auto.
+The paper's algorithm alone: --candidates=pauc_latent --lda-dims=100 (with --num-folds=2 the
+cross-fitting only serves to calibrate it).
+
+Usage: train-pauc-auto [options] <train-vector-rspecifier> <train-spk2utt-rspecifier> <model-dir-out>
+e.g.: train-pauc-auto --enroll-utts=3 scp:data/train/xvector.scp ark:data/train/spk2utt exp/pauc_auto
+"""
+
+tool = Tool("train-pauc-auto", USAGE)
+tool.register("seed", 0, "Seed of the speaker folds, the held-out enrollments and the metrics")
+tool.register("num-folds", 5, "Number of folds of training speakers (>= 2)")
+tool.register("enroll-utts", 0, "Held-out trials: 0 = single vector against single vector; "
+              "N = enrollment by the mean of N vectors against single test vectors")
+tool.register("alpha", 0.0, "Lower end of the false-alarm range of the pAUC criterion")
+tool.register("beta", 0.01, "Upper end of the false-alarm range of the pAUC criterion")
+tool.register("lda-dims", "100,150,200", "Candidate LDA dimensions, comma-separated (each "
+              "capped by the vector dimension and the smallest fold's speakers - 1)")
+tool.register("candidates", ",".join(DEFAULT_CANDIDATES), "Candidate systems, comma-separated; "
+              "'+' joins systems into a fusion")
+tool.register("max-utts-per-speaker", 0, "Use at most this many vectors of each held-out "
+              "speaker in the held-out trials (0: all)")
+tool.register("lda-selection", "cheap", "cheap: compare the LDA dimensions with PLDA and "
+              "cosine only, then cross-fit the metrics at the best one; all: every candidate "
+              "at every dimension (slower)")
+tool.register("num-jobs", 2, "Processes for the folds (the work of one fold is one process)")
+tool.register("utt2group", "", "Optional table utterance -> group (e.g. the recording stretch "
+              "a segment was cut from); with --enroll-utts=0 two vectors of one group are never "
+              "paired in the held-out trials, as evaluation lists often exclude such pairs")
+tool.register("fusion-prior", 0.01, "Target prior of the fusion/calibration objective")
+tool.register("margin", 1.5, "pAUCMetric hinge margin delta (eq. 8)")
+tool.register("gamma", 0.5, "pAUCMetric weight of the mean target distance (eq. 9)")
+tool.register("mu", 1e-3, "pAUCMetric weight of the LogDet regulariser (eq. 9)")
+tool.register("eta", 1.0, "pAUCMetric proximal step size (Alg. 1)")
+tool.register("batch-size", 500, "pAUCMetric speakers per mini-batch")
+tool.register("num-iters", 1000, "pAUCMetric iterations")
+tool.register("binary", True, "Write the model pieces in binary mode")
+
+
+def parse_dims(text):
+    try:
+        dims = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise KaldiError("--lda-dims must be comma-separated integers, got '%s'" % text)
+    if not dims or min(dims) < 1:
+        raise KaldiError("--lda-dims must list positive dimensions, got '%s'" % text)
+    return dims
+
+
+def make_estimator(opts, log=None):
+    candidates = [c.strip() for c in opts.candidates.split(",") if c.strip()]
+    if not candidates:
+        raise KaldiError("--candidates is empty")
+    for name in candidates:
+        try:
+            parse_candidate(name)
+        except ValueError as err:
+            raise KaldiError("Bad --candidates: %s" % err) from None
+    if opts.lda_selection not in ("cheap", "all"):
+        raise KaldiError("--lda-selection must be cheap or all, got '%s'" % opts.lda_selection)
+    if opts.num_jobs < 1:
+        raise KaldiError("--num-jobs must be >= 1, got %d" % opts.num_jobs)
+    if opts.num_folds < 2:
+        raise KaldiError("--num-folds must be >= 2, got %d" % opts.num_folds)
+    if opts.enroll_utts < 0:
+        raise KaldiError("--enroll-utts must be >= 0, got %d" % opts.enroll_utts)
+    if not 0.0 <= opts.alpha < opts.beta <= 1.0:
+        raise KaldiError("Need 0 <= --alpha < --beta <= 1, got %g and %g"
+                         % (opts.alpha, opts.beta))
+    if not 0.0 < opts.fusion_prior < 1.0:
+        raise KaldiError("--fusion-prior must lie strictly between 0 and 1")
+    metric = {"delta": opts.margin, "gamma": opts.gamma, "mu": opts.mu, "eta": opts.eta,
+              "batch_size": opts.batch_size, "num_iters": opts.num_iters}
+    from pauc_backend.models.metric_learning import PaucMetric
+    try:
+        PaucMetric(**metric).check_params()
+    except ValueError as err:
+        raise KaldiError("Bad option: %s" % err) from None
+    return AutoBackend(lda_dims=parse_dims(opts.lda_dims), candidates=candidates,
+                       num_folds=opts.num_folds, enroll_utts=opts.enroll_utts,
+                       alpha=opts.alpha, beta=opts.beta, metric_params=metric,
+                       fusion_prior=opts.fusion_prior,
+                       max_utts_per_speaker=opts.max_utts_per_speaker or None,
+                       lda_selection=opts.lda_selection, n_jobs=opts.num_jobs,
+                       random_state=opts.seed, log=log)
+
+
+def run(opts, args):
+    vector_rspecifier, spk2utt_rspecifier, model_dir = args
+    check_writable(model_dir, directory=True)
+    log = tool.log
+    progress = Progress(1, "train-pauc-auto")
+
+    def log_line(message):
+        progress.update(0, message[:60])
+        log.log(message, depth=2)
+
+    model = make_estimator(opts, log_line)
+    keys, X = read_vector_table(vector_rspecifier)
+    if not len(keys):
+        raise KaldiError("No vectors in %s" % vector_rspecifier)
+    spk2utt = read_token_vector_table(spk2utt_rspecifier)
+    speakers = gather_speakers(log, spk2utt, keys, spk2utt_rspecifier)
+    if not speakers.rows.size:
+        raise KaldiError("No speaker in %s has a vector in %s"
+                         % (spk2utt_rspecifier, vector_rspecifier))
+    X = X[speakers.rows]
+    bad = ~np.all(np.isfinite(X), axis=1)
+    if bad.any():
+        raise KaldiError("Vector for utterance %s in %s contains NaN or Inf"
+                         % (keys[speakers.rows[np.flatnonzero(bad)[0]]], vector_rspecifier))
+    labels = speakers.labels
+    groups = None
+    if opts.utt2group:
+        table = read_token_table(opts.utt2group)
+        utts = [keys[row] for row in speakers.rows]
+        missing = [u for u in utts if u not in table]
+        if missing:
+            raise KaldiError("Utterance %s has no group in %s" % (missing[0], opts.utt2group))
+        groups = np.array([table[u] for u in utts])
+    log.log("Read %d vectors of dimension %d from %d speakers"
+            % (X.shape[0], X.shape[1], len(speakers.speakers)))
+    try:
+        model.fit(X, labels, groups)
+    except ValueError as err:
+        raise KaldiError("Cannot choose a back-end: %s" % err) from None
+    progress.close()
+    write_model_dir(model_dir, model, binary=opts.binary,
+                    extra_lines=["train_vectors %d" % X.shape[0],
+                                 "train_speakers %d" % len(speakers.speakers)])
+    log.log("Wrote %s (system %s, LDA %d, held-out pAUC %s)" % (
+        model_dir, "+".join(model.members_), model.lda_dim_,
+        format_float(model.chosen_["pauc"])))
+    return 0
+
+
+def main(argv=None):
+    return tool.main(run, argv, num_args=3)

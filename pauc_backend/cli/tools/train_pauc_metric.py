@@ -1,0 +1,148 @@
+"""train-pauc-metric: learn a pAUCMetric/TripletMetric Mahalanobis matrix (paper Alg. 1)."""
+
+import numpy as np
+
+from pauc_backend.cli.framework.kaldi_cli import Progress, Tool, format_float
+from pauc_backend.cli.framework.speaker_tables import gather_speakers
+from pauc_backend.errors import KaldiError
+from pauc_backend.kaldi_io import read_token_vector_table, read_vector_table, write_matrix
+from pauc_backend.models.metric_learning import PaucMetric, TripletMetric, group_by_speaker
+
+USAGE = """
+Learns the matrix M of the squared Mahalanobis distance S = (x1-x2)^T M (x1-x2) that maximises
+the partial AUC over the false-alarm range [--pauc-alpha, --pauc-beta] of same/different
+speaker pairs (pAUCMetric; --loss=triplet: TripletMetric), by mini-batch proximal point
+iterations from M = I. Speakers are read from spk2utt (as ivector-compute-plda); speakers with
+one vector are skipped. The hyper-parameters are in units where the mean squared distance
+between two training vectors is 2 (--scale=auto), so the defaults suit unit-length and
+PLDA-latent vectors alike; the metric returned is the mean of the iterates (--average).
+With --validation-fraction > 0, that fraction of the speakers is held out to choose the number
+of iterations, then the metric is retrained on all speakers (--refit); --auto-tune searches
+margin, gamma, mu and eta the same way. Both are only meaningful if the preprocessing (LDA,
+PLDA) did not see the held-out speakers: otherwise they favour M = I.
+The metric is written as a double matrix (DM, d x d); score with score-pauc-trials.
+
+Usage: train-pauc-metric [options] <spk2utt-rspecifier> <vector-rspecifier> <metric-wxfilename>
+e.g.: train-pauc-metric --write-transform=exp/metric.mat ark:data/train/spk2utt ark:exp/train_latent.ark exp/metric
+"""
+
+tool = Tool("train-pauc-metric", USAGE)
+tool.register("loss", "pauc", "Loss: pauc (pAUCMetric, tetrad constraints, eq. 8) or triplet "
+              "(TripletMetric, eq. 17)")
+tool.register("pauc-alpha", 0.0, "Lower end of the false-alarm range of the pAUC (alpha)")
+tool.register("pauc-beta", 0.01, "Upper end of the false-alarm range of the pAUC (beta)")
+tool.register("margin", 1.5, "Hinge margin delta (eq. 8)")
+tool.register("gamma", 0.5, "Weight gamma of the mean target distance (eq. 9)")
+tool.register("mu", 1e-3, "Weight mu of the LogDet regulariser tr(M) - logdet(M) (eq. 9)")
+tool.register("eta", 1.0, "Step size eta of the proximal point update (Alg. 1; paper: 10)")
+tool.register("batch-size", 500, "Speakers per mini-batch (s), two vectors each")
+tool.register("num-iters", 1000, "Maximum number of iterations")
+tool.register("seed", 0, "Seed of the random batches and held-out speakers")
+tool.register("scale", "auto", "Multiply the vectors internally by this factor; auto: so "
+              "that the mean squared distance between two training vectors is 2")
+tool.register("average", True, "Return the running mean of the iterates instead of the last")
+tool.register("validation-fraction", 0.0, "Fraction of speakers held out to choose the number "
+              "of iterations (0: run --num-iters on all speakers, as the paper)")
+tool.register("eval-every", 10, "Evaluate the held-out speakers every this many iterations")
+tool.register("patience", 30, "Stop after this many evaluations without improvement (0: never)")
+tool.register("refit", True, "Retrain on all speakers for the chosen number of iterations")
+tool.register("auto-tune", False, "Search margin, gamma, mu and eta on held-out speakers first")
+tool.register("auto-tune-trials", 12, "Number of settings tried by --auto-tune")
+tool.register("log-every", 100, "Log the objective (eq. 7) and training pAUC this often")
+tool.register("write-transform", "", "Also write A (A^T A = M) as a float matrix, for "
+              "transform-vectors")
+tool.register("binary", True, "Write output in binary mode")
+
+
+def make_estimator(opts, callback=None):
+    cls = {"pauc": PaucMetric, "triplet": TripletMetric}.get(opts.loss)
+    if cls is None:
+        raise KaldiError("--loss must be pauc or triplet, got '%s'" % opts.loss)
+    try:
+        scale = opts.scale if opts.scale == "auto" else float(opts.scale)
+    except ValueError:
+        raise KaldiError("--scale must be auto or a positive number, got '%s'" % opts.scale)
+    model = cls(alpha=opts.pauc_alpha, beta=opts.pauc_beta, delta=opts.margin,
+                gamma=opts.gamma, mu=opts.mu, eta=opts.eta, batch_size=opts.batch_size,
+                num_iters=opts.num_iters, scale=scale, average=opts.average,
+                validation_fraction=opts.validation_fraction, eval_every=opts.eval_every,
+                patience=opts.patience, refit=opts.refit, random_state=opts.seed,
+                callback=callback)
+    try:
+        model.check_params()
+    except ValueError as err:
+        raise KaldiError("Bad option: %s" % err) from None
+    return model
+
+
+def run(opts, args):
+    spk2utt_rspecifier, vector_rspecifier, metric_wxfilename = args
+    log = tool.log
+    progress = Progress(opts.num_iters, "train-pauc-metric")
+
+    window = []
+
+    def callback(record):
+        progress.update(1, "%s pAUC %.3f" % (record["stage"], record["train_pauc"]))
+        window.append((record["objective"], record["train_pauc"]))
+        it = record["iteration"]
+        if "validation" in record and it % opts.log_every == 0:
+            log.log("Iteration %d: held-out EER %s%%, pAUC %s" % (
+                it, format_float(100 * record["validation_eer"]),
+                format_float(record["validation_pauc"])))
+        if it % opts.log_every == 0:
+            mean = np.mean(window, axis=0)
+            log.log("Iterations %d-%d (%s): mean objective (eq. 7) %s, mean training pAUC %s"
+                    % (it - len(window) + 1, it, record["stage"], format_float(mean[0]),
+                       format_float(mean[1])))
+            window.clear()
+
+    model = make_estimator(opts, callback)
+    spk2utt = read_token_vector_table(spk2utt_rspecifier)
+    keys, X = read_vector_table(vector_rspecifier)
+    speakers = gather_speakers(log, spk2utt, keys, spk2utt_rspecifier, vector_rspecifier)
+    rows, labels = speakers.rows, speakers.labels
+    if not rows.size:
+        raise KaldiError("No speaker in %s has a vector in %s"
+                         % (spk2utt_rspecifier, vector_rspecifier))
+    X = X[rows]
+    bad = ~np.all(np.isfinite(X), axis=1)
+    if bad.any():
+        raise KaldiError("Vector for utterance %s in %s contains NaN or Inf"
+                         % (keys[rows[np.flatnonzero(bad)[0]]], vector_rspecifier))
+    kept, _, num_single = group_by_speaker(labels)
+    if num_single:
+        counts = np.bincount(labels)
+        for spk in np.flatnonzero(counts == 1):
+            log.warning("Skipping speaker %s: only one utterance" % speakers.speakers[spk])
+    if kept.size < 2:
+        raise KaldiError("Need at least 2 speakers with 2 or more utterances, found %d "
+                         "(%d with one utterance)" % (kept.size, num_single))
+    if kept.size < opts.batch_size:
+        log.warning("Only %d usable speakers: batch size reduced from %d to %d"
+                    % (kept.size, opts.batch_size, kept.size))
+    log.log("Training %s metric on %d vectors of dimension %d from %d speakers (%d skipped "
+            "with one utterance)" % (opts.loss, int(np.isin(labels, kept).sum()), X.shape[1],
+                                     kept.size, num_single))
+    if opts.auto_tune:
+        from pauc_backend.models.autotune import auto_tune
+        best = auto_tune(model, X, labels, opts.auto_tune_trials, log=log.log)
+        model.set_params(**best)
+    model.fit(X, labels)
+    progress.close()
+    if opts.validation_fraction > 0 and hasattr(model, "best_validation_"):
+        log.log("Best held-out %s at iteration %d (%s)%s" % (
+            model.criterion, model.best_iteration_, format_float(model.best_validation_),
+            "; retrained on all speakers" if opts.refit else ""))
+    log.log("Scale factor %s; trace of M is %s" % (
+        format_float(model.scale_), format_float(np.trace(model.metric_))))
+    write_matrix(metric_wxfilename, model.metric_.astype(np.float64), binary=opts.binary)
+    if opts.write_transform:
+        write_matrix(opts.write_transform, model.components_.astype(np.float32),
+                     binary=opts.binary)
+    log.log("Wrote metric to %s" % metric_wxfilename)
+    return 0
+
+
+def main(argv=None):
+    return tool.main(run, argv, num_args=3, outputs=-1)

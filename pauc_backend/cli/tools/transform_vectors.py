@@ -1,0 +1,51 @@
+"""transform-vectors: apply a linear or affine transform to vectors (twin of transform-vec)."""
+
+from pauc_backend.cli.framework.kaldi_cli import Tool
+from pauc_backend.errors import KaldiError
+from pauc_backend.kaldi_io import read_matrix, read_vector_table, write_vector_table
+from pauc_backend.models.preprocessing import apply_affine, nonfinite_rows
+
+USAGE = """
+This program applies a linear or affine transform to individual vectors, e.g.
+x-vectors (as transform-vec and ivector-transform).  A transform with R rows and
+D columns gives y = M x; with D+1 columns the last column is an offset b,
+y = M[:, :D] x + b (e.g. the LDA matrix written by train-lda).
+Precision, as Kaldi: float32, each vector through one BLAS sgemv call (numpy's
+BLAS here, the one Kaldi was linked with there).  Guaranteed: every element is
+within 2 (D+1) 2^-24 (sum_j |M_ij x_j| + |b_i|) of transform-vec's (the bound
+for two float32 summation orders); bit-identical only when numpy's BLAS sums in
+the same order as Kaldi's (as numpy's OpenBLAS 0.3.31 and Kaldi's Debian
+OpenBLAS 0.3.21 do on this project's x86-64 machine, for sgemv).
+
+Usage: transform-vectors [options] <transform-rxfilename> <vector-rspecifier> <vector-wspecifier>
+e.g.: transform-vectors exp/transform.mat ark:exp/train_sub.ark ark,scp:exp/train_lda.ark,exp/train_lda.scp
+See also: train-lda, normalize-vector-length
+"""
+
+tool = Tool("transform-vectors", USAGE)
+
+
+def run(opts, args):
+    transform_rxfilename, vector_rspecifier, vector_wspecifier = args
+    transform = read_matrix(transform_rxfilename)
+    if transform.size and nonfinite_rows(transform).size:
+        raise KaldiError("The transform in %s contains NaN or infinity" % transform_rxfilename)
+    keys, X = read_vector_table(vector_rspecifier)
+    if not keys:
+        raise KaldiError("No vectors read from %s (empty input); %s not written"
+                         % (vector_rspecifier, vector_wspecifier))
+    bad = nonfinite_rows(X)
+    if bad.size:
+        raise KaldiError("Vector for key %s in %s contains NaN or infinity"
+                         % (keys[bad[0]], vector_rspecifier))
+    if keys:
+        Y = apply_affine(transform, X)
+    else:
+        Y = X.reshape(0, transform.shape[0])
+    write_vector_table(vector_wspecifier, keys, Y)
+    tool.log.log("Applied transform to %d vectors." % len(keys))
+    return 0 if keys else 1
+
+
+def main(argv=None):
+    return tool.main(run, argv, num_args=3, outputs=-1)

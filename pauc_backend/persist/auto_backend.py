@@ -1,0 +1,138 @@
+"""The model directory of train-pauc-auto / score-pauc-auto: Kaldi-format pieces + a text card.
+
+    system.txt     what was chosen and its cross-fitted (held-out) figures, "key value" lines
+    mean.vec       training mean of the raw vectors (float vector; ivector-subtract-global-mean)
+    transform.mat  LDA [A | b] (float matrix; transform-vec / ivector-transform)
+    plda           Kaldi <Plda> (ivector-plda-scoring), if a member system needs it
+    metric_pauc_lnorm, metric_pauc_latent   pAUCMetric M (double matrix; score-pauc-trials)
+    cohort.ark, cohort_num_utts.ark   AS-norm cohort: training speakers' raw mean vectors and
+                   their sizes (as ivector-mean writes them), if a member system uses AS-norm
+    fusion         <LinearCalibration> weights over the members' scores (apply-calibration)
+
+The directory is written under a temporary name and renamed at the end, so a failure never
+leaves a half-written model (an existing model directory is replaced only on success).
+"""
+
+import os
+import shutil
+import tempfile
+
+import numpy as np
+
+from pauc_backend.persist.calibration import read_calibration, write_calibration
+from pauc_backend.errors import KaldiError
+from pauc_backend.kaldi_io import read_matrix, read_plda, read_vector, write_matrix, write_plda
+from pauc_backend.kaldi_io import (read_int32_table, read_vector_table, write_int32_table,
+                                   write_vector, write_vector_table)
+from pauc_backend.models.auto_backend import AutoBackend
+from pauc_backend.models.backend_pipeline import BackendPipeline, base_system
+from pauc_backend.models.plda import PLDA
+
+
+def write_model_dir(path, model, binary=True, extra_lines=()):
+    """Write a fitted AutoBackend as the directory ``path`` (atomically replaced)."""
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise KaldiError("Cannot write model directory %s: %s does not exist" % (path, parent))
+    tmp = tempfile.mkdtemp(prefix=".tmp-" + os.path.basename(path.rstrip("/")) + "-",
+                           dir=parent)
+    try:
+        pipe = model.pipeline_
+        with open(os.path.join(tmp, "system.txt"), "w") as f:
+            f.write(model.describe())
+            f.write("dim %d\n" % model.n_features_in_)
+            for line in extra_lines:
+                f.write(line.rstrip("\n") + "\n")
+        write_vector(os.path.join(tmp, "mean.vec"), pipe.mean_, binary=binary)
+        write_matrix(os.path.join(tmp, "transform.mat"), pipe.lda_.affine_matrix_,
+                     binary=binary)
+        if pipe.plda_ is not None:
+            write_plda(os.path.join(tmp, "plda"), pipe.plda_.mean_, pipe.plda_.transform_,
+                       pipe.plda_.psi_, binary=binary)
+        for name, metric in pipe.metrics_.items():
+            write_matrix(os.path.join(tmp, "metric_" + name), metric.metric_, binary=binary)
+        write_calibration(os.path.join(tmp, "fusion"), model.fusion_, binary=binary)
+        if pipe.cohort_ is not None:
+            names = ["cohort%05d" % i for i in range(pipe.cohort_.shape[0])]
+            write_vector_table("ark:" + os.path.join(tmp, "cohort.ark"), names, pipe.cohort_)
+            write_int32_table("ark,t:" + os.path.join(tmp, "cohort_num_utts.ark"), names,
+                              [int(n) for n in pipe.cohort_counts_])
+        if os.path.isdir(path):
+            old = path.rstrip("/") + ".old-%d" % os.getpid()
+            os.rename(path, old)
+            os.rename(tmp, path)
+            shutil.rmtree(old, ignore_errors=True)
+        elif os.path.exists(path):
+            raise KaldiError("Cannot write model directory %s: a file of that name exists"
+                             % path)
+        else:
+            os.rename(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def read_card(path):
+    card = {}
+    name = os.path.join(path, "system.txt")
+    try:
+        with open(name) as f:
+            for line in f:
+                parts = line.split(None, 1)
+                if parts:
+                    card[parts[0]] = parts[1].strip() if len(parts) > 1 else ""
+    except OSError as err:
+        raise KaldiError("Cannot read model directory %s: %s" % (path, err.strerror)) from None
+    for key in ("system", "dim"):
+        if key not in card:
+            raise KaldiError("%s has no '%s' line: not a train-pauc-auto model" % (name, key))
+    return card
+
+
+def read_model_dir(path):
+    """The fitted AutoBackend stored in ``path`` (and its card as a dict)."""
+    if not os.path.isdir(path):
+        raise KaldiError("Model directory %s does not exist" % path)
+    card = read_card(path)
+    systems = card["system"].split("+")
+    for name in systems:
+        try:
+            base_system(name)
+        except ValueError as err:
+            raise KaldiError("%s/system.txt: %s" % (path, err)) from None
+    mean = np.asarray(read_vector(os.path.join(path, "mean.vec")), dtype=np.float32)
+    affine = np.asarray(read_matrix(os.path.join(path, "transform.mat")), dtype=np.float32)
+    if affine.ndim != 2 or affine.shape[1] != mean.size + 1:
+        raise KaldiError("%s/transform.mat has shape %s, expected (d, %d) for mean.vec of "
+                         "dimension %d" % (path, affine.shape, mean.size + 1, mean.size))
+    plda = None
+    if {"plda", "pauc_latent"} & {base_system(s) for s in systems}:
+        plda = PLDA.from_params(*read_plda(os.path.join(path, "plda")))
+        if plda.dim != affine.shape[0]:
+            raise KaldiError("%s/plda has dimension %d but the LDA outputs %d"
+                             % (path, plda.dim, affine.shape[0]))
+    metrics = {}
+    for name in {base_system(s) for s in systems}:
+        if name.startswith("pauc"):
+            M = np.asarray(read_matrix(os.path.join(path, "metric_" + name)), dtype=np.float64)
+            if M.shape != (affine.shape[0], affine.shape[0]) or not np.all(np.isfinite(M)):
+                raise KaldiError("%s/metric_%s is not a finite %d x %d matrix"
+                                 % (path, name, affine.shape[0], affine.shape[0]))
+            metrics[name] = M
+    fusion = read_calibration(os.path.join(path, "fusion"))
+    cohort = counts = None
+    if any(":" in s for s in systems):
+        names, cohort = read_vector_table("ark:" + os.path.join(path, "cohort.ark"))
+        table = read_int32_table("ark:" + os.path.join(path, "cohort_num_utts.ark"))
+        if len(names) == 0 or cohort.shape[1] != mean.size or set(table) != set(names):
+            raise KaldiError("%s/cohort.ark and cohort_num_utts.ark do not match the model"
+                             % path)
+        counts = np.array([table[n] for n in names])
+    try:
+        top_n = int(card.get("asnorm_top_n", 100))
+        pipe = BackendPipeline.from_parts(systems, mean, affine, plda, metrics, cohort, counts,
+                                          top_n)
+        model = AutoBackend.from_parts(pipe, fusion, mean.size)
+    except ValueError as err:
+        raise KaldiError("Model directory %s: %s" % (path, err)) from None
+    return model, card
