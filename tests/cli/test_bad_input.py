@@ -127,7 +127,7 @@ def test_train_plda_rejects_one_speaker_negative_iterations_and_identical_vector
     assert_one_error(proc, "Only one speaker.*at least 2 speakers.*one", data / "out")
     proc = run_tool("train-plda", "--num-em-iters=-1", "ark:%s/spk2utt" % data,
                     "ark:%s/x.ark" % data, data / "out")
-    assert_one_error(proc, "--num-em-iters must be >= 0, got -1", data / "out")
+    assert_one_error(proc, "Invalid value --num-em-iters=-1: must be >= 0", data / "out")
     proc = run_tool("train-plda", "ark:%s/spk2utt" % data, "ark:%s/same.ark" % data,
                     data / "out")
     assert_one_error(proc, "Degenerate data.*same.ark", data / "out")

@@ -205,7 +205,7 @@ def test_unknown_label_and_bad_prior_are_errors(setup):
     assert "line 5: label 'maybe' is neither target nor nontarget" in single_error(proc)
     proc = run_tool("train-calibration", "--prior=1.5", tmp / "trials", tmp / "scores",
                     tmp / "cal.mdl")
-    assert "--prior must lie strictly between 0 and 1" in single_error(proc)
+    assert "Invalid value --prior=1.5: must be > 0 and < 1" in single_error(proc)
 
 
 def test_wrong_number_of_score_files_is_an_error(setup):

@@ -140,13 +140,18 @@ def test_partition_file_errors(tmp_path, content, message):
     assert proc.stdout == b""
 
 
-@pytest.mark.parametrize("options", [
-    ("--bootstrap=10", "--partitions=x"), ("--bootstrap=-1",), ("--confidence=1.5",),
-    ("--utt2spk=ark:x",), ("--bootstrap=10", "--eer-method=rocch")])
-def test_bad_option_combinations_are_usage_errors(tmp_path, options):
-    _write_trials(tmp_path)
+@pytest.mark.parametrize("options, named", [
+    (("--bootstrap=10", "--partitions=x"), "--partitions"), (("--bootstrap=-1",), "--bootstrap"),
+    (("--confidence=1.5",), "--confidence"), (("--utt2spk=ark:x",), "--utt2spk"),
+    (("--bootstrap=10", "--eer-method=rocch"), "--eer-method")])
+def test_bad_option_values_and_combinations_are_one_error_before_any_input(tmp_path, options,
+                                                                           named):
+    """Kaldi's rule (issue 20): an invalid option value is an ERROR naming it, exit 255, before
+    any input is read (the score and trial files here do not exist)."""
     proc = run_tool("compute-eer-pauc", *options, tmp_path / "scores", tmp_path / "trials")
-    assert proc.returncode == 1 and b"Usage:" in proc.stderr
+    errors = [line for line in proc.stderr.decode().splitlines() if line.startswith("ERROR")]
+    assert proc.returncode == 255 and b"Usage:" not in proc.stderr, proc.stderr
+    assert len(errors) == 1 and named in errors[0] and "Invalid" in errors[0], errors
 
 
 def test_bootstrap_needs_keys(tmp_path):

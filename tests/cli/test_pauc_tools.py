@@ -129,7 +129,7 @@ def test_one_utterance_speakers_and_small_corpora_warn(data):
 
 
 @pytest.mark.parametrize("option,text", [
-    ("--pauc-alpha=0.2", "alpha"), ("--margin=-1", "delta"), ("--gamma=-0.5", "gamma"),
+    ("--pauc-alpha=0.2", "alpha"), ("--margin=-1", "--margin"), ("--gamma=-0.5", "gamma"),
     ("--mu=-1", "mu"), ("--eta=-2", "eta"), ("--loss=hinge", "--loss"), ("--scale=big", "--scale"),
 ])
 def test_bad_options_are_one_error_line(data, option, text):

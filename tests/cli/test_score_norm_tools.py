@@ -172,9 +172,11 @@ def _cosine(small, *options):
     (("--score-norm=s", "--cohort=ark:c", "--top-n=3"), "whole cohort"),
     (("--cohort=ark:c",), "need --score-norm"),
 ])
-def test_option_errors_are_usage_errors(small, options, text):
+def test_option_errors_are_one_error_before_any_input(small, options, text):
     proc = _cosine(small, *options)
-    assert proc.returncode == 1 and b"Usage:" in proc.stderr and text.encode() in proc.stderr
+    errors = [line for line in proc.stderr.decode().splitlines() if line.startswith("ERROR")]
+    assert proc.returncode == 255 and b"Usage:" not in proc.stderr, proc.stderr
+    assert len(errors) == 1 and text in errors[0] and "Invalid" in errors[0], errors
     assert not (small / "out").exists()
 
 

@@ -48,6 +48,20 @@ def shell_quote(arg):
     return "'" + arg.replace("'", "'\\''") + "'"
 
 
+def _number(value):
+    return format_float(value) if isinstance(value, float) else str(value)
+
+
+def _bound(text):
+    """``">=0"``, ``">0"``, ``"<=1"``, ``"<1"`` -> ("low"|"high", (bound, inclusive))."""
+    for prefix, side, inclusive in ((">=", "low", True), (">", "low", False),
+                                    ("<=", "high", True), ("<", "high", False)):
+        if text.startswith(prefix):
+            return side, (float(text[len(prefix):]) if "." in text or "e" in text
+                          else int(text[len(prefix):]), inclusive)
+    raise ValueError("bad bound %r (expected e.g. '>=0' or '<1')" % text)
+
+
 def _parse_bool(text):
     lowered = text.lower()
     if lowered in ("true", "t", "1"):
@@ -58,11 +72,44 @@ def _parse_bool(text):
 
 
 class _Option:
-    def __init__(self, name, default, help_text, kind):
+    def __init__(self, name, default, help_text, kind, choices=None, low=None, high=None):
         self.name = name
         self.default = default
         self.help = help_text
         self.kind = kind
+        self.choices = tuple(choices) if choices is not None else None
+        self.low = low      # (bound, inclusive) or None
+        self.high = high
+
+    def problem(self, value):
+        """Why ``value`` is not allowed (a phrase for the ERROR line), or None."""
+        if self.choices is not None:
+            if value not in self.choices:
+                return "must be one of %s" % ", ".join(map(str, self.choices))
+            return None
+        if self.kind not in (int, float):
+            return None
+        low_ok = self.low is None or value > self.low[0] or (value == self.low[0]
+                                                                and self.low[1])
+        high_ok = self.high is None or value < self.high[0] or (value == self.high[0]
+                                                                  and self.high[1])
+        if value != value or not (low_ok and high_ok):
+            return "must be " + self._bounds_text()
+        return None
+
+    def _bounds_text(self):
+        parts = []
+        if self.low is not None:
+            parts.append("%s %s" % (">=" if self.low[1] else ">", _number(self.low[0])))
+        if self.high is not None:
+            parts.append("%s %s" % ("<=" if self.high[1] else "<", _number(self.high[0])))
+        return " and ".join(parts)
+
+    def describe_allowed(self):
+        if self.choices is not None:
+            return "; one of: %s" % ", ".join(map(str, self.choices))
+        bounds = self._bounds_text()
+        return "; " + bounds if bounds else ""
 
     def convert(self, text):
         if self.kind is bool:
@@ -160,15 +207,48 @@ class Tool:
         self.name = name
         self.usage = usage.strip("\n")
         self._options = {}
+        self._checks = []
         self.log = Logger(name)
 
-    def register(self, name, default, help_text, kind=None):
-        """Register ``--name`` (``_`` or ``-``); its type comes from the default unless given."""
+    def register(self, name, default, help_text, kind=None, choices=None, bounds=()):
+        """Register ``--name`` (``_`` or ``-``); its type comes from the default unless given.
+
+        ``choices`` lists the allowed values; ``bounds`` are ``">=0"``, ``">0"``, ``"<=1"``,
+        ``"<1"`` strings (e.g. ``(">0", "<1")`` for an open interval). A value outside them is
+        one ERROR naming the option, exit 255, before the tool reads any input (checked in
+        ``main`` right after parsing, with the checks added by ``check``).
+        """
         key = name.lower().replace("_", "-")
         kind = kind or type(default)
         if kind not in (bool, int, float, str):
             raise TypeError("unsupported option type %r" % kind)
-        self._options[key] = _Option(name, default, help_text, kind)
+        limits = dict(_bound(b) for b in bounds)
+        option = _Option(name, default, help_text, kind, choices, limits.get("low"),
+                         limits.get("high"))
+        if option.problem(default) is not None and default != "":
+            raise ValueError("default %r of --%s %s" % (default, name, option.problem(default)))
+        self._options[key] = option
+
+    def check(self, function):
+        """Add a check of several options together, ``function(opts)``, run after parsing and
+        before any input is read; it raises KaldiError (one ERROR, exit 255) or UsageError
+        (usage, exit 1). Usable as a decorator."""
+        self._checks.append(function)
+        return function
+
+    def validate(self, opts):
+        """Every declared choice and range, then the ``check`` functions: KaldiError naming the
+        first option whose value is not allowed."""
+        for key, option in self._options.items():
+            value = getattr(opts, key.replace("-", "_"))
+            if option.kind is str and value == "" and option.default == "":
+                continue  # an optional input left unset
+            problem = option.problem(value)
+            if problem is not None:
+                raise KaldiError("Invalid value --%s=%s: %s" % (
+                    option.name, _number(value) if option.kind is not str else value, problem))
+        for function in self._checks:
+            function(opts)
 
     # -- parsing -------------------------------------------------------------------------------
     def usage_text(self):
@@ -190,8 +270,9 @@ class Tool:
     @staticmethod
     def _describe(option):
         type_name = {bool: "bool", int: "int", float: "float", str: "string"}[option.kind]
-        return "  --%-26s : %s (%s, default = %s)" % (
-            option.name, option.help, type_name, option.describe_default())
+        return "  --%-26s : %s (%s, default = %s%s)" % (
+            option.name, option.help, type_name, option.describe_default(),
+            option.describe_allowed())
 
     def parse(self, argv):
         """Return (Options, positionals, standard) for ``argv`` (without the program name)."""
@@ -314,6 +395,7 @@ class Tool:
             return 1
         stdout_lost = False
         try:
+            self.validate(opts)
             if outputs is not None:
                 from pauc_backend.kaldi_io.streams import check_output
                 picked = outputs(args) if callable(outputs) else args[outputs] if args else []

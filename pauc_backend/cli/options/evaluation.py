@@ -32,33 +32,36 @@ interpolated), minDCF, pAUC, AUC and actDCF come from those rates. Whenever --p-
 
 def register_options(tool):
     tool.register("bootstrap", 0, "Number of cluster-bootstrap resamples for confidence "
-                  "intervals (0: none)")
+                  "intervals (0: none)", bounds=(">=0",))
     tool.register("seed", 0, "Seed of the bootstrap's random draws")
-    tool.register("confidence", 0.95, "Level of the bootstrap's percentile intervals")
+    tool.register("confidence", 0.95, "Level of the bootstrap's percentile intervals",
+                  bounds=(">0", "<1"))
     tool.register("utt2spk", "", "Bootstrap clusters by speaker: rspecifier of a table "
                   "<key> <speaker> for the trials' keys, e.g. ark:data/utt2spk")
     tool.register("partitions", "", "NIST equalised scoring: file of lines <key1> <key2> "
                   "<partition>, e.g. language x gender of each trial")
+    tool.check(_check_combinations)
+
+
+def _check_combinations(opts):
+    """Options that cannot go together: one ERROR before any input is read."""
+    if opts.utt2spk and not opts.bootstrap:
+        raise KaldiError("Invalid option --utt2spk: it is only used by --bootstrap")
+    if opts.bootstrap and opts.partitions:
+        raise KaldiError("Invalid options --bootstrap and --partitions: they cannot be combined "
+                         "(the bootstrap resamples plain, not equalised, rates)")
+    if opts.bootstrap and opts.eer_method != "kaldi":
+        raise KaldiError("Invalid option --eer-method=%s: --bootstrap computes Kaldi's EER"
+                         % opts.eer_method)
+    if opts.partitions and opts.eer_method != "kaldi":
+        raise KaldiError("Invalid option --eer-method=%s: --partitions uses NIST's equalised "
+                         "EER; drop --eer-method" % opts.eer_method)
 
 
 def check_options(opts, num_args):
-    if opts.bootstrap < 0:
-        raise UsageError("--bootstrap must be >= 0 (got %d)" % opts.bootstrap)
-    if not 0 < opts.confidence < 1:
-        raise UsageError("--confidence must lie strictly between 0 and 1 (got %s)"
-                         % opts.confidence)
+    """What depends on the positional arguments (usage, exit 1)."""
     if (opts.bootstrap or opts.partitions) and num_args != 2:
         raise UsageError("--bootstrap and --partitions need keys: give <scores> <trials>")
-    if opts.utt2spk and not opts.bootstrap:
-        raise UsageError("--utt2spk is only used by --bootstrap")
-    if opts.bootstrap and opts.partitions:
-        raise UsageError("--bootstrap and --partitions cannot be combined (the bootstrap "
-                         "resamples plain, not equalised, rates)")
-    if opts.bootstrap and opts.eer_method != "kaldi":
-        raise UsageError("--bootstrap computes Kaldi's EER; --eer-method=%s is not supported "
-                         "with it" % opts.eer_method)
-    if opts.partitions and opts.eer_method != "kaldi":
-        raise UsageError("--partitions uses NIST's equalised EER; drop --eer-method")
 
 
 def read_partitions(rx, keys, ids1, ids2):

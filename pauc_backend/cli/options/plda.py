@@ -4,6 +4,7 @@ score-plda-trials, adapt-plda, copy-plda), as Kaldi's ``PldaConfig::Register``."
 import numpy as np
 
 from pauc_backend.cli.framework.trial_scoring import index_keys
+from pauc_backend.cli.framework.vector_input import check_dimension, check_finite
 from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import read_int32_table, read_plda, read_vector_table
 from pauc_backend.models.plda import PLDA
@@ -32,13 +33,8 @@ def read_transformed(log, plda, rspecifier, opts, num_utts_rspecifier, duplicate
     from the --num-utts table are dropped with Kaldi's warning."""
     keys, X = read_vector_table(rspecifier)
     index_keys(keys, duplicate_message)
-    if len(keys) and X.shape[1] != plda.dim:
-        raise KaldiError("Vectors in %s have dimension %d but the PLDA model has dimension %d"
-                         % (rspecifier, X.shape[1], plda.dim))
-    bad = ~np.all(np.isfinite(X), axis=1) if len(keys) else np.zeros(0, bool)
-    if bad.any():
-        raise KaldiError("Vector %s in %s contains NaN or Inf"
-                         % (keys[int(np.flatnonzero(bad)[0])], rspecifier))
+    check_dimension(X, rspecifier, plda.dim, "the PLDA model")
+    check_finite(keys, X, rspecifier)
     num_errors = 0
     num_utts = np.ones(len(keys), dtype=np.int64)
     if num_utts_rspecifier:

@@ -11,7 +11,7 @@ is scored; the wrapped score_fn then only gathers four numbers per trial.
 
 import numpy as np
 
-from pauc_backend.cli.framework.kaldi_cli import UsageError, format_float
+from pauc_backend.cli.framework.kaldi_cli import format_float
 from pauc_backend.errors import KaldiError
 from pauc_backend.models.score_norm import METHODS, blockwise_cohort_statistics, normalize_scores
 
@@ -31,30 +31,30 @@ meaningless statistics.
 
 def register_score_norm_options(tool, cohort_what="vectors in the same space as the inputs"):
     tool.register("score-norm", "none", "Score normalisation: none, z, t, s or as (adaptive "
-                  "s-norm over the --top-n highest cohort scores)")
+                  "s-norm over the --top-n highest cohort scores)", choices=METHODS)
     tool.register("cohort", "", "Cohort for --score-norm: rspecifier of " + cohort_what)
     tool.register("top-n", 0, "Number of highest cohort scores per vector for --score-norm=as "
-                  "(required there); with z or t, adaptive z/t-norm; 0 = the whole cohort")
+                  "(required there); with z or t, adaptive z/t-norm; 0 = the whole cohort",
+                  bounds=(">=0",))
+    tool.check(check_score_norm_options)
 
 
 def check_score_norm_options(opts):
-    """Validate the options before any file is read; returns the method."""
+    """The options that go together (registered as a check: runs before any file is read);
+    returns the method."""
     method = opts.score_norm
-    if method not in METHODS:
-        raise UsageError("--score-norm must be one of %s (got %s)" % (", ".join(METHODS), method))
-    if opts.top_n < 0:
-        raise UsageError("--top-n must be positive (got %d)" % opts.top_n)
     if method == "none":
         if opts.cohort or opts.top_n:
-            raise UsageError("--cohort and --top-n need --score-norm=z, t, s or as")
+            raise KaldiError("Invalid options: --cohort and --top-n need --score-norm=z, t, s "
+                             "or as")
         return method
     if not opts.cohort:
-        raise UsageError("--score-norm=%s needs --cohort" % method)
+        raise KaldiError("Invalid option --score-norm=%s: it needs --cohort" % method)
     if method == "as" and not opts.top_n:
-        raise UsageError("--score-norm=as needs --top-n (e.g. --top-n=300)")
+        raise KaldiError("Invalid option --score-norm=as: it needs --top-n (e.g. --top-n=300)")
     if method == "s" and opts.top_n:
-        raise UsageError("--score-norm=s uses the whole cohort; for the top N use "
-                         "--score-norm=as --top-n=N")
+        raise KaldiError("Invalid option --top-n with --score-norm=s, which uses the whole "
+                         "cohort; for the top N use --score-norm=as --top-n=N")
     return method
 
 

@@ -4,8 +4,8 @@ import numpy as np
 
 from pauc_backend.cli.framework.kaldi_cli import Tool, format_float, format_vector
 from pauc_backend.cli.options.plda import read_plda_model
-from pauc_backend.errors import KaldiError
-from pauc_backend.kaldi_io import read_vector_table, write_plda
+from pauc_backend.cli.framework.vector_input import read_vectors
+from pauc_backend.kaldi_io import write_plda
 
 USAGE = """
 Adapt a PLDA object using unsupervised adaptation-data vectors from a different
@@ -29,16 +29,8 @@ tool.register("between-covar-scale", 0.7, "Scale that determines how much of exc
 def run(opts, args):
     plda_rxfilename, vector_rspecifier, plda_wxfilename = args
     plda = read_plda_model(plda_rxfilename)
-    keys, X = read_vector_table(vector_rspecifier)
-    if not len(keys):
-        raise KaldiError("No vectors in %s, unable to adapt the PLDA model" % vector_rspecifier)
-    if X.shape[1] != plda.dim:
-        raise KaldiError("Vectors in %s have dimension %d but the PLDA model %s has dimension %d"
-                         % (vector_rspecifier, X.shape[1], plda_rxfilename, plda.dim))
-    bad = ~np.all(np.isfinite(X), axis=1)
-    if bad.any():
-        raise KaldiError("Vector %s in %s contains NaN or Inf"
-                         % (keys[int(np.flatnonzero(bad)[0])], vector_rspecifier))
+    keys, X = read_vectors(vector_rspecifier, plda.dim, "the PLDA model %s" % plda_rxfilename,
+                           "No vectors in %s, unable to adapt the PLDA model")
     old_psi = plda.psi_.copy()
     # Kaldi's options are BaseFloat: use their float32 values.
     scales = [float(np.float32(s)) for s in (opts.mean_diff_scale, opts.within_covar_scale,

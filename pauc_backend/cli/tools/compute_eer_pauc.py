@@ -3,7 +3,7 @@
 import sys
 
 from pauc_backend.cli.options import evaluation as extras
-from pauc_backend.cli.framework.kaldi_cli import Tool, UsageError, format_float
+from pauc_backend.cli.framework.kaldi_cli import Tool, format_float
 from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io.keyed import KeySpace, keyed_score_labels, read_labelled_trials
 from pauc_backend.kaldi_io.numbers import read_score_labels
@@ -28,21 +28,31 @@ e.g.: paste data/trials scores | awk '{print $6, $3}' | compute-eer-pauc -
 """
 
 tool = Tool("compute-eer-pauc", USAGE)
-tool.register("pauc-alpha", 0.0, "Lower end of the false-positive-rate band of the pAUC")
-tool.register("pauc-beta", 0.01, "Upper end of the false-positive-rate band of the pAUC")
+tool.register("pauc-alpha", 0.0, "Lower end of the false-positive-rate band of the pAUC",
+              bounds=(">=0", "<1"))
+tool.register("pauc-beta", 0.01, "Upper end of the false-positive-rate band of the pAUC",
+              bounds=(">0", "<=1"))
 tool.register("p-target", "0.01", "Prior(s) of a target trial for minDCF (and actDCF), "
               "comma-separated, e.g. 0.01,0.005")
-tool.register("c-miss", 1.0, "Cost of a miss (minDCF, actDCF)")
-tool.register("c-fa", 1.0, "Cost of a false alarm (minDCF, actDCF)")
+tool.register("c-miss", 1.0, "Cost of a miss (minDCF, actDCF)", bounds=(">0",))
+tool.register("c-fa", 1.0, "Cost of a false alarm (minDCF, actDCF)", bounds=(">0",))
 tool.register("eer-method", "kaldi", "EER definition: kaldi (compute-eer) or rocch (BOSARIS "
-              "ROC convex hull)")
+              "ROC convex hull)", choices=("kaldi", "rocch"))
 tool.register("report", "kaldi", "What to print: kaldi (EER on stdout, the rest logged), "
-              "table (one row) or json")
+              "table (one row) or json", choices=("kaldi", "table", "json"))
 tool.register("llr", False, "Scores are calibrated log-likelihood ratios: also report actDCF, "
               "Cllr and minCllr")
 tool.register("det-plot", "", "Write a DET plot here (.png or .pdf)")
 tool.register("roc-plot", "", "Write a ROC plot with the pAUC band shaded here (.png or .pdf)")
 extras.register_options(tool)
+
+
+@tool.check
+def _check_band_and_priors(opts):
+    if not opts.pauc_alpha < opts.pauc_beta:
+        raise KaldiError("Invalid values --pauc-alpha=%s --pauc-beta=%s: need alpha < beta"
+                         % (format_float(opts.pauc_alpha), format_float(opts.pauc_beta)))
+    _p_targets(opts.p_target)
 
 
 def _p_targets(text):
@@ -51,7 +61,7 @@ def _p_targets(text):
     except ValueError:
         values = []
     if not values or not all(0 < p < 1 for p in values):
-        raise KaldiError("Bad --p-target=%s: need priors strictly between 0 and 1, "
+        raise KaldiError("Invalid value --p-target=%s: need priors strictly between 0 and 1, "
                          "comma-separated" % text)
     return values
 
@@ -94,10 +104,6 @@ def _log_kaldi(summary, opts):
 
 
 def run(opts, args):
-    if opts.report not in ("kaldi", "table", "json"):
-        raise UsageError("--report must be kaldi, table or json (got %s)" % opts.report)
-    if opts.eer_method not in ("kaldi", "rocch"):
-        raise UsageError("--eer-method must be kaldi or rocch (got %s)" % opts.eer_method)
     extras.check_options(opts, len(args))
     p_targets = _p_targets(opts.p_target)
     if opts.det_plot or opts.roc_plot:

@@ -4,7 +4,6 @@ import numpy as np
 
 from pauc_backend.cli.framework.kaldi_cli import Tool, format_float, format_vector
 from pauc_backend.cli.options.plda import read_plda_model, register_plda_options
-from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import write_plda
 
 USAGE = """
@@ -17,7 +16,7 @@ e.g.: copy-plda --smoothing=0.1 exp/plda exp/plda.smooth0.1
 
 tool = Tool("copy-plda", USAGE)
 tool.register("smoothing", 0.0, "Factor used in smoothing within-class covariance (add this "
-              "factor times between-class covar)")
+              "factor times between-class covar)", bounds=(">=0", "<=1"))
 tool.register("binary", True, "Write output in binary mode")
 register_plda_options(tool, num_utts=False)  # accepted and unused, as in Kaldi
 
@@ -27,8 +26,6 @@ def run(opts, args):
     plda = read_plda_model(plda_rxfilename)
     smoothing = float(np.float32(opts.smoothing))  # a BaseFloat option in Kaldi
     if smoothing != 0.0:
-        if not 0.0 <= smoothing <= 1.0:
-            raise KaldiError("--smoothing must be between 0 and 1, got %s" % opts.smoothing)
         tool.log.log("Smoothing within-class covariance by %s, Psi is initially: %s\n"
                      % (format_float(smoothing), format_vector(plda.psi_)))
         plda.smooth_within(smoothing)

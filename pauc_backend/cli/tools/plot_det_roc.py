@@ -19,11 +19,20 @@ tool = Tool("plot-det-roc", USAGE)
 tool.register("output", "det.png", "Where to write the DET plot (.png or .pdf)")
 tool.register("output-roc", "", "Where to write the ROC plot (.png or .pdf); empty: no ROC plot")
 tool.register("title", "", "Title of the plots (default: 'DET curve' and 'ROC curve')")
-tool.register("pauc-alpha", 0.0, "Lower end of the false-positive-rate band shaded on the ROC")
-tool.register("pauc-beta", 0.01, "Upper end of the false-positive-rate band shaded on the ROC")
-tool.register("p-target", 0.01, "Prior of a target trial for the minDCF point")
-tool.register("c-miss", 1.0, "Cost of a miss (minDCF)")
-tool.register("c-fa", 1.0, "Cost of a false alarm (minDCF)")
+tool.register("pauc-alpha", 0.0, "Lower end of the false-positive-rate band shaded on the ROC",
+              bounds=(">=0", "<1"))
+tool.register("pauc-beta", 0.01, "Upper end of the false-positive-rate band shaded on the ROC",
+              bounds=(">0", "<=1"))
+tool.register("p-target", 0.01, "Prior of a target trial for the minDCF point", bounds=(">0", "<1"))
+tool.register("c-miss", 1.0, "Cost of a miss (minDCF)", bounds=(">0",))
+tool.register("c-fa", 1.0, "Cost of a false alarm (minDCF)", bounds=(">0",))
+
+
+
+@tool.check
+def _check_output(opts):
+    if not opts.output:
+        raise KaldiError("Invalid value --output='': it must name the DET plot file")
 
 
 def run(opts, args):
@@ -32,8 +41,6 @@ def run(opts, args):
     from pauc_backend import plotting
     for name in filter(None, (opts.output, opts.output_roc)):
         plotting.check_plot_name(name)
-    if not opts.output:
-        raise KaldiError("--output must name the DET plot file")
     trials_rx, systems = args[0], []
     trial_table = read_labelled_trials(trials_rx, KeySpace())
     for spec in args[1:]:

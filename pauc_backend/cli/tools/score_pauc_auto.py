@@ -5,6 +5,7 @@ import numpy as np
 from pauc_backend.persist.auto_backend import read_model_dir
 from pauc_backend.cli.framework.kaldi_cli import Tool
 from pauc_backend.cli.framework.trial_scoring import index_keys, score_trial_list
+from pauc_backend.cli.framework.vector_input import check_dimension, check_finite
 from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import read_int32_table, read_vector_table
 
@@ -31,13 +32,8 @@ def read_vectors(rspecifier, dim, what):
     index_keys(keys, "Duplicate " + what + " vector found for %s")
     if not len(keys):
         raise KaldiError("No %s vectors in %s" % (what, rspecifier))
-    if X.shape[1] != dim:
-        raise KaldiError("Vectors in %s have dimension %d but the model was trained on "
-                         "dimension %d" % (rspecifier, X.shape[1], dim))
-    bad = ~np.all(np.isfinite(X), axis=1)
-    if bad.any():
-        raise KaldiError("Vector %s in %s contains NaN or Inf"
-                         % (keys[int(np.flatnonzero(bad)[0])], rspecifier))
+    check_dimension(X, rspecifier, dim, "the model")
+    check_finite(keys, X, rspecifier)
     return keys, X
 
 

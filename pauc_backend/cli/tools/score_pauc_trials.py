@@ -7,6 +7,7 @@ from pauc_backend.cli.options.score_norm import (HELP_TEXT, check_score_norm_opt
                                                   normalizing_score_fn,
                                                   register_score_norm_options)
 from pauc_backend.cli.framework.trial_scoring import index_keys, score_trial_list
+from pauc_backend.cli.framework.vector_input import check_dimension, check_finite
 from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import read_matrix, read_vector_table
 from pauc_backend.models.metric_learning import metric_factor
@@ -39,12 +40,8 @@ def read_projected(rspecifier, A, what):
     index_keys(keys, "Duplicate " + what + " vector found for %s")
     if not len(keys):
         raise KaldiError("No %s vectors in %s" % (what, rspecifier))
-    if X.shape[1] != A.shape[1]:
-        raise KaldiError("Vectors in %s have dimension %d but the metric has dimension %d"
-                         % (rspecifier, X.shape[1], A.shape[1]))
-    if not np.all(np.isfinite(X)):
-        row = int(np.flatnonzero(~np.all(np.isfinite(X), axis=1))[0])
-        raise KaldiError("Vector %s in %s contains NaN or Inf" % (keys[row], rspecifier))
+    check_dimension(X, rspecifier, A.shape[1], "the metric")
+    check_finite(keys, X, rspecifier)
     return keys, X.astype(np.float64) @ A.T
 
 

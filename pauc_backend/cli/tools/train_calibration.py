@@ -21,10 +21,10 @@ e.g.: train-calibration --prior=0.01 data/dev/trials exp/scores_dev exp/calibrat
 
 tool = Tool("train-calibration", USAGE)
 tool.register("prior", 0.5, "Target prior of the training objective (0.01 for the usual "
-              "DCF operating point)")
+              "DCF operating point)", bounds=(">0", "<1"))
 tool.register("regularization", 0.0, "L2 penalty lambda/2 ||w||^2 on the weights (needed when "
-              "target and non-target scores are separable)")
-tool.register("max-iters", 100, "Maximum number of Newton iterations")
+              "target and non-target scores are separable)", bounds=(">=0",))
+tool.register("max-iters", 100, "Maximum number of Newton iterations", bounds=(">=1",))
 tool.register("binary", True, "Write the calibration model in binary mode")
 
 
@@ -32,10 +32,6 @@ def run(opts, args):
     if len(args) < 3:
         raise UsageError("")
     trials_rx, score_rxs, model_wx = args[0], args[1:-1], args[-1]
-    if not 0.0 < opts.prior < 1.0:
-        raise KaldiError("--prior must lie strictly between 0 and 1, got %s" % opts.prior)
-    if opts.regularization < 0:
-        raise KaldiError("--regularization must be >= 0, got %s" % opts.regularization)
     scores, labels, num_trials = read_joined_scores(tool.log, score_rxs, trials_rx)
     num_tar, num = int(labels.sum()), labels.size
     tool.log.log("Training on %d of %d trials (%d target, %d non-target) with %d score "

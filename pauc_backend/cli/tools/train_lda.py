@@ -24,12 +24,13 @@ e.g.:
 """
 
 tool = Tool("train-lda", USAGE)
-tool.register("dim", 100, "Dimension we keep with the LDA transform")
+tool.register("dim", 100, "Dimension we keep with the LDA transform", bounds=(">=1",))
 tool.register("total-covariance-factor", 0.0, "If this is 0.0 we normalize to make the "
               "within-class covariance unit; if 1.0, the total covariance; if between, we "
               "normalize an interpolated matrix.")
 tool.register("covariance-floor", 1.0e-06, "Floor the eigenvalues of the interpolated "
-              "covariance matrix to the product of its largest eigenvalue and this number.")
+              "covariance matrix to the product of its largest eigenvalue and this number.",
+              bounds=(">=0",))
 tool.register("binary", True, "Write output in binary mode")
 
 
@@ -59,8 +60,6 @@ def select_utterances(log, keys, utt2spk):
 def run(opts, args):
     vector_rspecifier, utt2spk_rspecifier, lda_wxfilename = args
     log = tool.log
-    if not opts.covariance_floor >= 0.0:
-        raise KaldiError("--covariance-floor must be >= 0, got %s" % opts.covariance_floor)
     keys, X = read_vector_table(vector_rspecifier)
     utt2spk = read_utt2spk(utt2spk_rspecifier)
     rows, speakers = select_utterances(log, keys, utt2spk)

@@ -5,6 +5,7 @@ import numpy as np
 from pauc_backend.persist.auto_backend import write_model_dir
 from pauc_backend.cli.framework.kaldi_cli import Progress, Tool, format_float
 from pauc_backend.cli.framework.speaker_tables import gather_speakers
+from pauc_backend.cli.framework.vector_input import check_finite
 from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import read_token_table, read_token_vector_table, read_vector_table
 from pauc_backend.kaldi_io.streams import check_writable
@@ -132,10 +133,7 @@ def run(opts, args):
         raise KaldiError("No speaker in %s has a vector in %s"
                          % (spk2utt_rspecifier, vector_rspecifier))
     X = X[speakers.rows]
-    bad = ~np.all(np.isfinite(X), axis=1)
-    if bad.any():
-        raise KaldiError("Vector for utterance %s in %s contains NaN or Inf"
-                         % (keys[speakers.rows[np.flatnonzero(bad)[0]]], vector_rspecifier))
+    check_finite(keys, X, vector_rspecifier, speakers.rows)
     labels = speakers.labels
     groups = None
     if opts.utt2group:

@@ -4,6 +4,7 @@ import numpy as np
 
 from pauc_backend.cli.framework.kaldi_cli import Tool, format_float, format_vector
 from pauc_backend.cli.framework.speaker_tables import gather_speakers
+from pauc_backend.cli.framework.vector_input import check_finite
 from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import read_token_vector_table, read_vector_table, write_plda
 from pauc_backend.models.plda import PLDA
@@ -19,14 +20,13 @@ e.g.:
 """
 
 tool = Tool("train-plda", USAGE)
-tool.register("num-em-iters", 10, "Number of iterations of E-M used for PLDA estimation")
+tool.register("num-em-iters", 10, "Number of iterations of E-M used for PLDA estimation",
+              bounds=(">=0",))
 tool.register("binary", True, "Write output in binary mode")
 
 
 def run(opts, args):
     spk2utt_rspecifier, vector_rspecifier, plda_wxfilename = args
-    if opts.num_em_iters < 0:
-        raise KaldiError("--num-em-iters must be >= 0, got %d" % opts.num_em_iters)
     spk2utt = read_token_vector_table(spk2utt_rspecifier)
     keys, X = read_vector_table(vector_rspecifier)
     speakers = gather_speakers(tool.log, spk2utt, keys, spk2utt_rspecifier,
@@ -38,10 +38,7 @@ def run(opts, args):
                  "%d utterances (%d absent from input)."
                  % (num_spk_done, num_spk_err, rows.size, num_utt_err))
     X = X[rows] if rows.size else np.zeros((0, X.shape[1] if X.ndim == 2 else 0))
-    bad = ~np.all(np.isfinite(X), axis=1)
-    if bad.any():
-        raise KaldiError("Vector for utterance %s in %s contains NaN or Inf"
-                         % (keys[rows[np.flatnonzero(bad)[0]]], vector_rspecifier))
+    check_finite(keys, X, vector_rspecifier, rows)
     try:
         plda = PLDA(num_em_iters=opts.num_em_iters).fit(X, labels)
     except ValueError as err:

@@ -1,0 +1,38 @@
+"""The checks every tool makes of a vector table it reads: not empty, finite, of the model's
+dimension. One place, so each mistake gets the same ERROR line from every tool."""
+
+import numpy as np
+
+from pauc_backend.errors import KaldiError
+from pauc_backend.kaldi_io import read_vector_table
+
+
+def check_finite(keys, X, rspecifier, rows=None):
+    """KaldiError naming the first vector (row of ``X``; its key is ``keys[rows[i]]`` when
+    ``X`` holds the selected ``rows`` of the table) that contains NaN or Inf."""
+    if not len(X):
+        return
+    bad = ~np.all(np.isfinite(X), axis=1)
+    if bad.any():
+        first = int(np.flatnonzero(bad)[0])
+        key = keys[rows[first]] if rows is not None else keys[first]
+        raise KaldiError("Vector %s in %s contains NaN or Inf" % (key, rspecifier))
+
+
+def check_dimension(X, rspecifier, dim, owner):
+    """KaldiError when the vectors' dimension is not ``dim``, the dimension of ``owner``."""
+    if len(X) and X.shape[1] != dim:
+        raise KaldiError("Vectors in %s have dimension %d but %s has dimension %d"
+                         % (rspecifier, X.shape[1], owner, dim))
+
+
+def read_vectors(rspecifier, dim=None, owner="the model", empty="No vectors in %s"):
+    """``read_vector_table`` and the three checks: ``empty`` (a message with one ``%s`` for
+    the rspecifier; None allows an empty table), ``dim`` of ``owner``, finite values."""
+    keys, X = read_vector_table(rspecifier)
+    if not len(keys) and empty is not None:
+        raise KaldiError(empty % rspecifier)
+    if dim is not None:
+        check_dimension(X, rspecifier, dim, owner)
+    check_finite(keys, X, rspecifier)
+    return keys, X
