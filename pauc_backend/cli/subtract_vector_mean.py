@@ -2,13 +2,17 @@
 
 from pauc_backend.cli.kaldi_cli import Tool, format_float
 from pauc_backend.errors import KaldiError
-from pauc_backend.kaldi_io import read_vector, read_vector_table, write_vector_table
+from pauc_backend.kaldi_io import (VectorChunkWriter, iter_vector_chunks, read_vector,
+                                   read_vector_table, write_vector_table)
 from pauc_backend.models.preprocessing import mean_norm, nonfinite_rows, subtract_mean
 
 USAGE = """
 Copies a table of vectors but subtracts the global mean as it does so.  The mean
 may be specified as the first argument (a vector file, e.g. from compute-vector-mean);
 if not, the mean of the input vectors is used (as ivector-subtract-global-mean).
+Memory: with a mean file the table is streamed (one chunk of vectors at a time, any
+table size); without one the whole table is held in memory, as Kaldi's
+ivector-subtract-global-mean holds it.
 
 Usage: subtract-vector-mean <vector-rspecifier> <vector-wspecifier>
 or: subtract-vector-mean <mean-rxfilename> <vector-rspecifier> <vector-wspecifier>
@@ -21,6 +25,26 @@ tool = Tool("subtract-vector-mean", USAGE)
 tool.register("subtract-mean", True, "If true, subtract mean; if false, just copy the input.")
 
 
+def subtract_given_mean(mean, mean_rxfilename, vector_rspecifier, vector_wspecifier):
+    """The 3-argument form, streamed: each chunk of vectors minus the float32 mean."""
+    with VectorChunkWriter(vector_wspecifier) as writer:
+        for chunk in iter_vector_chunks(vector_rspecifier):
+            bad = nonfinite_rows(chunk.X)
+            if bad.size:
+                raise KaldiError("Vector for key %s in %s contains NaN or infinity"
+                                 % (chunk.keys[bad[0]], vector_rspecifier))
+            if mean.shape[0] != chunk.dim:
+                raise KaldiError("Dimension mismatch: the mean in %s has dimension %d but the "
+                                 "vectors in %s have dimension %d"
+                                 % (mean_rxfilename, mean.shape[0], vector_rspecifier, chunk.dim))
+            writer.write(chunk, subtract_mean(chunk.X, mean)[0])
+    if not writer.num_written:
+        raise KaldiError("No vectors read from %s (empty input); %s not written"
+                         % (vector_rspecifier, vector_wspecifier))
+    tool.log.log("Wrote %d mean-subtracted iVectors" % writer.num_written)
+    return 0
+
+
 def run(opts, args):
     log = tool.log
     if len(args) == 3:
@@ -31,6 +55,9 @@ def run(opts, args):
     else:
         mean = None
     vector_rspecifier, vector_wspecifier = args[-2:]
+    if mean is not None:
+        return subtract_given_mean(mean, args[0], vector_rspecifier, vector_wspecifier)
+    # No mean given: the table's own mean is needed before the first output vector.
     keys, X = read_vector_table(vector_rspecifier)
     if not keys:
         raise KaldiError("No vectors read from %s (empty input); %s not written"
@@ -39,20 +66,12 @@ def run(opts, args):
     if bad.size:
         raise KaldiError("Vector for key %s in %s contains NaN or infinity"
                          % (keys[bad[0]], vector_rspecifier))
-    if mean is not None:
-        if keys and mean.shape[0] != X.shape[1]:
-            raise KaldiError("Dimension mismatch: the mean in %s has dimension %d but the "
-                             "vectors in %s have dimension %d"
-                             % (args[0], mean.shape[0], vector_rspecifier, X.shape[1]))
-        Y = subtract_mean(X, mean)[0] if keys else X
-    else:
-        log.log("Read %d iVectors." % len(keys))
-        Y = X
-        if keys:
-            centred, total = subtract_mean(X)
-            log.log("Norm of iVector mean was %s" % format_float(mean_norm(total, len(keys))))
-            if opts.subtract_mean:
-                Y = centred
+    log.log("Read %d iVectors." % len(keys))
+    Y = X
+    centred, total = subtract_mean(X)
+    log.log("Norm of iVector mean was %s" % format_float(mean_norm(total, len(keys))))
+    if opts.subtract_mean:
+        Y = centred
     write_vector_table(vector_wspecifier, keys, Y)
     log.log("Wrote %d mean-subtracted iVectors" % len(keys))
     return 0 if keys else 1

@@ -9,7 +9,9 @@ import numpy as np
 from pauc_backend.cli.kaldi_cli import Tool, format_float
 from pauc_backend.cli.trial_scoring import index_keys
 from pauc_backend.errors import KaldiError
-from pauc_backend.kaldi_io import read_int32_table, read_plda, read_vector_table, write_vector_table
+from pauc_backend.kaldi_io import (VectorChunkWriter, iter_vector_chunks, read_int32_table,
+                                   read_plda, read_vector_table)
+from pauc_backend.models.preprocessing import nonfinite_rows
 from pauc_backend.models.plda import PLDA
 
 USAGE = """
@@ -81,19 +83,58 @@ def read_transformed(log, plda, rspecifier, opts, num_utts_rspecifier, duplicate
 
 
 def run(opts, args):
+    """Streamed: each chunk of vectors is transformed and written before the next is read
+    (only the keys seen so far are kept, to refuse a duplicate key as before)."""
     plda_rxfilename, vector_rspecifier, vector_wspecifier = args
+    log = tool.log
     plda = read_plda_model(plda_rxfilename)
-    keys, U, _, factors, num_errors = read_transformed(
-        tool.log, plda, vector_rspecifier, opts, opts.num_utts,
-        "Duplicate vector found for key %s")
-    if not len(keys):
+    table = read_int32_table(opts.num_utts) if opts.num_utts else None
+    seen = set()
+    num_errors, factor_sum = 0, 0.0
+    with VectorChunkWriter(vector_wspecifier) as writer:
+        for chunk in iter_vector_chunks(vector_rspecifier):
+            keys = chunk.keys
+            fresh = set(keys)
+            if len(fresh) != len(keys) or not seen.isdisjoint(fresh):
+                for key in keys:  # the first repeat in table order
+                    if key in seen:
+                        raise KaldiError("Duplicate vector found for key %s" % key)
+                    seen.add(key)
+            seen |= fresh
+            if chunk.dim != plda.dim:
+                raise KaldiError("Vectors in %s have dimension %d but the PLDA model has "
+                                 "dimension %d" % (vector_rspecifier, chunk.dim, plda.dim))
+            bad = nonfinite_rows(chunk.X)
+            if bad.size:
+                raise KaldiError("Vector %s in %s contains NaN or Inf"
+                                 % (keys[int(bad[0])], vector_rspecifier))
+            keep, num_utts = None, np.ones(len(keys), dtype=np.int64)
+            if table is not None:
+                found = [table.get(key) for key in keys]
+                for key, n in zip(keys, found):
+                    if n is None:
+                        log.warning("Number of utterances not given for speaker %s" % key)
+                    elif n < 1:
+                        raise KaldiError("Number of utterances for speaker %s in %s is %d, "
+                                         "must be >= 1" % (key, opts.num_utts, n))
+                keep = [row for row, n in enumerate(found) if n is not None]
+                num_errors += len(keys) - len(keep)
+                num_utts = np.array([found[row] for row in keep], dtype=np.int64)
+                if not keep:
+                    continue
+            X = chunk.X if keep is None else chunk.X[keep]
+            U, factors = plda.transform(X, num_utts, normalize_length=opts.normalize_length,
+                                        simple_length_norm=opts.simple_length_normalization)
+            factor_sum = float(np.cumsum(np.concatenate(
+                [[factor_sum], factors.astype(np.float32).astype(np.float64)]))[-1])
+            writer.write(chunk, U.astype(np.float32), keep)
+    count = writer.num_written
+    if not count:
         raise KaldiError("No vectors read from %s (empty input); %s not written"
                          % (vector_rspecifier, vector_wspecifier))
-    write_vector_table(vector_wspecifier, keys, U)
-    average = format_float(factors.astype(np.float64).mean()) if len(keys) else "nan"
-    tool.log.log("Transformed %d vectors into the PLDA space, errors on %d; average "
-                 "renormalization scale was %s" % (len(keys), num_errors, average))
-    return 0 if len(keys) else 1
+    log.log("Transformed %d vectors into the PLDA space, errors on %d; average "
+            "renormalization scale was %s" % (count, num_errors, format_float(factor_sum / count)))
+    return 0
 
 
 def main(argv=None):

@@ -31,6 +31,34 @@ _STREAM_RESERVE = 1 << 31  # bytes of address space reserved for rows read from 
 
 # -- archive parsing -----------------------------------------------------------------------------
 
+def read_record(cur, holder):
+    """One archive record at ``cur.pos`` (after whitespace): ``(key, value, key_offset)``, or
+    None at the end of the data; KaldiError naming the key and byte offset if it is bad.
+    ``cur.pos`` is left after the record (SequentialTableReaderArchiveImpl::Next)."""
+    data = cur.data
+    cur.key = None
+    cur.pos = _WS.match(data, cur.pos).end()
+    if cur.pos >= len(data):
+        return None
+    key_pos = cur.pos
+    match = _TOKEN.match(data, key_pos)
+    key = decode_token(match.group(), cur, key_pos)
+    cur.pos = match.end()
+    control = _CONTROL.search(match.group())
+    if control:
+        raise KaldiError("Invalid archive: the key %r at byte %d of %s contains a "
+                         "control character (binary data where a key was expected?)"
+                         % (key[:40], cur.base + key_pos, streams.printable(cur.name)))
+    cur.key = key
+    sep = data[cur.pos:cur.pos + 1]
+    if sep in (b" ", b"\t"):
+        cur.pos += 1
+    elif sep != b"\n":
+        raise cur.error("Invalid archive: expected space after key, got %s" % (
+            "end of input" if not sep else repr(sep)))
+    return key, holder.read(cur), key_pos
+
+
 def iter_archive(data, start, name, holder, permissive=False, base=0):
     """Yield (key, value, key_offset) from an archive; KaldiError (or stop, if permissive).
 
@@ -38,37 +66,18 @@ def iter_archive(data, start, name, holder, permissive=False, base=0):
     """
     cur = ByteCursor(data, start, name)
     cur.base = base
-    size = len(data)
     while True:
-        cur.key = None
-        cur.pos = _WS.match(data, cur.pos).end()
-        if cur.pos >= size:
-            return
-        key_pos = cur.pos
         try:
-            match = _TOKEN.match(data, key_pos)
-            key = decode_token(match.group(), cur, key_pos)
-            cur.pos = match.end()
-            control = _CONTROL.search(match.group())
-            if control:
-                raise KaldiError("Invalid archive: the key %r at byte %d of %s contains a "
-                                 "control character (binary data where a key was expected?)"
-                                 % (key[:40], cur.base + key_pos, streams.printable(name)))
-            cur.key = key
-            sep = data[cur.pos:cur.pos + 1]
-            if sep in (b" ", b"\t"):
-                cur.pos += 1
-            elif sep != b"\n":
-                raise cur.error("Invalid archive: expected space after key, got %s" % (
-                    "end of input" if not sep else repr(sep)))
-            value = holder.read(cur)
+            record = read_record(cur, holder)
         except KaldiError as err:
             if permissive:
                 codec.warn("Stopped reading archive %s after an error (permissive mode): %s" % (
                     streams.printable(name), err))
                 return
             raise
-        yield key, value, key_pos
+        if record is None:
+            return
+        yield record
 
 
 def new_rows(count, dim):

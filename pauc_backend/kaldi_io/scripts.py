@@ -24,13 +24,14 @@ _ODD_CONTROL[list(b" \t\n\v\f\r")] = False
 
 # -- script files --------------------------------------------------------------------------------
 
-def parse_script(data, start, name):
-    """(keys, targets) of script text (ReadScriptFile): ``key rxfilename`` per line."""
+def parse_script(data, start, name, first_line=1):
+    """(keys, targets) of script text (ReadScriptFile): ``key rxfilename`` per line; error
+    messages count lines from ``first_line``."""
     raw = bytes(data[start:])
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
-        line = raw.count(b"\n", 0, err.start) + 1
+        line = raw.count(b"\n", 0, err.start) + first_line
         raise KaldiError("Invalid script file %s: line %d is not valid UTF-8 (byte %d)" % (
             streams.printable(name), line, err.start)) from None
     lines = text.split("\n")
@@ -41,7 +42,7 @@ def parse_script(data, start, name):
     # 0x1C-0x1F and Unicode spaces, so it is used only when the text has none of those.
     simple = _EXTRA_SPACE.search(text) is None
     match_line = _SCRIPT_LINE.match
-    for number, line in enumerate(lines, 1):
+    for number, line in enumerate(lines, first_line):
         if simple:
             parts = line.split(None, 1)
             if len(parts) == 2:
@@ -59,7 +60,8 @@ def parse_script(data, start, name):
     if _CONTROL_TEXT.search("".join(keys)):
         number = next(i for i, key in enumerate(keys) if _CONTROL_TEXT.search(key))
         raise KaldiError("Invalid line %d in script file %s: the key %r contains a control "
-                         "character" % (number + 1, streams.printable(name), keys[number][:200]))
+                         "character" % (number + first_line, streams.printable(name),
+                                        keys[number][:200]))
     return keys, targets
 
 

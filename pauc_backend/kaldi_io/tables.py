@@ -223,6 +223,7 @@ class TableWriter:
         self._ark = self._scp = None
         self._targets = None
         self._pending = []
+        self._record_buffer = None
         self.num_written = 0
         if self.spec.kind == "scp":
             keys, targets = read_script(self.spec.scp)
@@ -267,6 +268,64 @@ class TableWriter:
             if self.spec.flush:
                 self._ark.stream.flush()
         self.num_written += 1
+
+    def write_vector_block(self, X, keys_b=None, key_array=None, raw=None):
+        """Write float vectors (rows of ``X``) under valid keys, built with numpy.
+
+        Keys come as ``keys_b`` (a list of bytes) or ``key_array`` ((n, key_len) uint8, one key
+        length). ``raw``: the canonical binary records of exactly these keys and rows (a copied
+        input run), written as they are when the output is a binary archive.
+        """
+        X = np.asarray(X)
+        if self._targets is not None or (not self.binary and keys_b is None):
+            keys_b = _key_list(key_array) if keys_b is None else keys_b
+            if self._targets is not None:
+                for key, row in zip(keys_b, X):
+                    self.write(key.decode(), row)
+                return
+        count = X.shape[0]
+        if self.binary:
+            if key_array is not None:
+                key_len = key_array.shape[1]
+                stride = key_len + 11 + 4 * X.shape[1]
+                if raw is None:
+                    raw = self._fv_records(key_array, X)
+                offsets = np.arange(count, dtype=np.int64) * stride + key_len + 1
+            else:
+                raw, offsets = _encode_fv_records(keys_b, np.asarray(X, dtype=np.float32))
+        else:
+            row_format = b"%.7g " * X.shape[1]
+            records = [b"%s  [ %s]\n" % (key, row_format % tuple(row))
+                       for key, row in zip(keys_b, X.tolist())]
+            lengths = np.fromiter(map(len, records), dtype=np.int64, count=len(records))
+            key_lengths = np.fromiter(map(len, keys_b), dtype=np.int64, count=len(keys_b))
+            offsets = np.cumsum(lengths) - lengths + key_lengths + 1
+            raw = b"".join(records)
+        base = self._ark.bytes_written
+        self._ark.write(raw)
+        if self._scp is not None:
+            keys_b = _key_list(key_array) if keys_b is None else keys_b
+            name = self._ark_name
+            self._scp.write(b"".join(b"%s %s:%d\n" % (key, name, base + offset)
+                                     for key, offset in zip(keys_b, offsets.tolist())))
+        if self.spec.flush:
+            self._ark.stream.flush()
+        self.num_written += count
+
+    def _fv_records(self, key_array, X):
+        """Binary records of keys of one length: one reusable (n, stride) byte array."""
+        count, key_len = key_array.shape
+        dim = X.shape[1]
+        stride = key_len + 11 + 4 * dim
+        size = count * stride
+        if self._record_buffer is None or self._record_buffer.size < size:
+            self._record_buffer = np.empty(max(size, 1 << 20), np.uint8)
+        records = self._record_buffer[:size].reshape(count, stride)
+        records[:, :key_len] = key_array
+        records[:, key_len:key_len + 11] = np.frombuffer(
+            b" " + FV_HEADER + struct.pack("<i", dim), np.uint8)
+        records[:, key_len + 11:].view("<f4")[:] = X
+        return memoryview(records).cast("B")
 
     def close(self):
         """Commit the outputs (rename temp files, check output pipes)."""
@@ -337,27 +396,14 @@ def write_vector_table(wspecifier, keys, X):
             return
         keys_b = [key.encode() for key in keys]
         for begin in range(0, len(keys_b), _WRITE_BLOCK):
-            block_keys = keys_b[begin:begin + _WRITE_BLOCK]
-            block = X[begin:begin + _WRITE_BLOCK]
-            if writer.binary:
-                data, offsets = _encode_fv_records(block_keys, block)
-            else:
-                row_format = b"%.7g " * X.shape[1]
-                records = [b"%s  [ %s]\n" % (key, row_format % tuple(row))
-                           for key, row in zip(block_keys, block.tolist())]
-                lengths = np.fromiter(map(len, records), dtype=np.int64, count=len(records))
-                key_lengths = np.fromiter(map(len, block_keys), dtype=np.int64,
-                                          count=len(block_keys))
-                offsets = np.cumsum(lengths) - lengths + key_lengths + 1
-                data = b"".join(records)
-            base = writer._ark.bytes_written
-            writer._ark.write(data)
-            if writer._scp is not None:
-                name = writer._ark_name
-                writer._scp.write(b"".join(b"%s %s:%d\n" % (key, name, base + offset)
-                                           for key, offset in zip(block_keys,
-                                                                  offsets.tolist())))
-        writer.num_written += len(keys)
+            writer.write_vector_block(X[begin:begin + _WRITE_BLOCK],
+                                      keys_b[begin:begin + _WRITE_BLOCK])
+
+
+def _key_list(key_array):
+    blob = key_array.tobytes()
+    width = key_array.shape[1]
+    return [blob[i:i + width] for i in range(0, len(blob), width)]
 
 
 def write_int32_table(wspecifier, keys, values):

@@ -38,18 +38,23 @@ def _block_rows(dim):
     return max(256, (1 << 18) // max(dim, 1))
 
 
-def vector_sum(X, scale=1.0):
+def vector_sum(X, scale=1.0, initial=None):
     """``sum_i scale * x_i`` in double, accumulated row after row, like
-    ``Vector<double>::AddVec(scale, x)`` once per vector (ivector-mean, ComputeAndSubtractMean)."""
+    ``Vector<double>::AddVec(scale, x)`` once per vector (ivector-mean, ComputeAndSubtractMean).
+
+    ``initial``: a running total to continue from (a table summed chunk by chunk gives the same
+    bits as summed at once: the order of the additions is the same)."""
     X = _as_matrix(X)
     num, dim = X.shape
+    start = np.zeros(dim) if initial is None else np.asarray(initial, dtype=np.float64)
     if dim == 1:  # a single column would be reduced pairwise, not in order
-        column = X[:, 0].astype(np.float64) * scale
-        return np.cumsum(column)[-1:] if num else np.zeros(1)
+        column = np.concatenate([start, X[:, 0].astype(np.float64) * scale])
+        return np.cumsum(column)[-1:]
     block = _block_rows(dim)
     buffer = np.zeros((min(block, num) + 1, dim))
-    for start in range(0, num, block):
-        chunk = X[start:start + block]
+    buffer[0] = start
+    for begin in range(0, num, block):
+        chunk = X[begin:begin + block]
         np.multiply(chunk, scale, out=buffer[1:chunk.shape[0] + 1], dtype=np.float64)
         # Row 0 carries the running total, so the reduction stays strictly sequential.
         buffer[0] = np.add.reduce(buffer[:chunk.shape[0] + 1], axis=0)
@@ -185,12 +190,21 @@ def normalize_length(X, scaleup=True, normalize=True):
     return X * scale[:, None], ratios
 
 
-def ratio_stats(ratios):
-    """``(mean, stddev)`` of the length ratios as ivector-normalize-length logs them."""
+def ratio_sums(ratios, sums=(0.0, 0.0)):
+    """Running ``(sum ratio, sum ratio*ratio)`` as ivector-normalize-length accumulates them:
+    in double, one vector after the other, the square taken in float (``ratio * ratio``)."""
     ratios = np.asarray(ratios, dtype=np.float32)
-    num = ratios.shape[0]
-    total = float(np.add.reduce(ratios.astype(np.float64)))
-    total2 = float(np.add.reduce((ratios * ratios).astype(np.float64)))
+    total = np.cumsum(np.concatenate([[sums[0]], ratios.astype(np.float64)]))[-1]
+    total2 = np.cumsum(np.concatenate([[sums[1]], (ratios * ratios).astype(np.float64)]))[-1]
+    return float(total), float(total2)
+
+
+def ratio_stats(ratios=None, sums=None, num=None):
+    """``(mean, stddev)`` of the length ratios as ivector-normalize-length logs them, from the
+    ratios or from ``ratio_sums`` of ``num`` of them."""
+    if sums is None:
+        sums, num = ratio_sums(ratios), len(ratios)
+    total, total2 = sums
     avg = np.float32(total / num)
     variance = total2 / num - float(avg * avg)
     return float(avg), float(np.float32(np.sqrt(max(variance, 0.0))))
