@@ -24,6 +24,7 @@ e.g.: transform-plda-latent --num-utts=ark:exp/enroll_num_utts.ark exp/plda ark:
 """
 
 tool = Tool("transform-plda-latent", USAGE)
+_BLOCK = 512  # vectors transformed at once
 
 
 def register_plda_options(target, num_utts=True):
@@ -82,6 +83,36 @@ def read_transformed(log, plda, rspecifier, opts, num_utts_rspecifier, duplicate
     return keys, U.astype(np.float32), num_utts, factors.astype(np.float32), num_errors
 
 
+class SeenKeys:
+    """The keys of a table read so far, as one sorted numpy bytes array (a few bytes a key,
+    not a Python object each); ``add(chunk)`` refuses a key seen before, naming the first
+    repeat in table order."""
+
+    def __init__(self, message):
+        self.message = message
+        self.sorted = np.zeros(0, "S1")
+
+    def add(self, chunk):
+        if chunk.key_array is not None:
+            width = chunk.key_array.shape[1]
+            new = np.ascontiguousarray(chunk.key_array).view("S%d" % max(width, 1)).ravel()
+        else:
+            new = np.array(chunk.key_bytes(), dtype=np.bytes_)
+        new = np.sort(new)
+        place = np.searchsorted(self.sorted, new)
+        clash = self.sorted[np.minimum(place, max(len(self.sorted) - 1, 0))] == new \
+            if len(self.sorted) else np.zeros(len(new), bool)
+        if clash.any() or (new[1:] == new[:-1]).any():
+            before = set(self.sorted.tolist())
+            for key in chunk.key_bytes():  # the first repeat in table order
+                if key in before:
+                    raise KaldiError(self.message % key.decode())
+                before.add(key)
+        self.sorted = np.insert(self.sorted.astype(new.dtype if new.dtype.itemsize >
+                                                   self.sorted.dtype.itemsize
+                                                   else self.sorted.dtype), place, new)
+
+
 def run(opts, args):
     """Streamed: each chunk of vectors is transformed and written before the next is read
     (only the keys seen so far are kept, to refuse a duplicate key as before)."""
@@ -89,18 +120,12 @@ def run(opts, args):
     log = tool.log
     plda = read_plda_model(plda_rxfilename)
     table = read_int32_table(opts.num_utts) if opts.num_utts else None
-    seen = set()
+    seen = SeenKeys("Duplicate vector found for key %s")
     num_errors, factor_sum = 0, 0.0
     with VectorChunkWriter(vector_wspecifier) as writer:
         for chunk in iter_vector_chunks(vector_rspecifier):
+            seen.add(chunk)
             keys = chunk.keys
-            fresh = set(keys)
-            if len(fresh) != len(keys) or not seen.isdisjoint(fresh):
-                for key in keys:  # the first repeat in table order
-                    if key in seen:
-                        raise KaldiError("Duplicate vector found for key %s" % key)
-                    seen.add(key)
-            seen |= fresh
             if chunk.dim != plda.dim:
                 raise KaldiError("Vectors in %s have dimension %d but the PLDA model has "
                                  "dimension %d" % (vector_rspecifier, chunk.dim, plda.dim))
@@ -123,11 +148,15 @@ def run(opts, args):
                 if not keep:
                     continue
             X = chunk.X if keep is None else chunk.X[keep]
-            U, factors = plda.transform(X, num_utts, normalize_length=opts.normalize_length,
-                                        simple_length_norm=opts.simple_length_normalization)
-            factor_sum = float(np.cumsum(np.concatenate(
-                [[factor_sum], factors.astype(np.float32).astype(np.float64)]))[-1])
-            writer.write(chunk, U.astype(np.float32), keep)
+            U = np.empty((X.shape[0], plda.dim), np.float32)
+            for begin in range(0, X.shape[0], _BLOCK):  # float64 temporaries stay small
+                block = slice(begin, begin + _BLOCK)
+                U[block], factors = plda.transform(
+                    X[block], num_utts[block], normalize_length=opts.normalize_length,
+                    simple_length_norm=opts.simple_length_normalization)
+                factor_sum = float(np.cumsum(np.concatenate(
+                    [[factor_sum], factors.astype(np.float32).astype(np.float64)]))[-1])
+            writer.write(chunk, U, keep)
     count = writer.num_written
     if not count:
         raise KaldiError("No vectors read from %s (empty input); %s not written"

@@ -346,6 +346,16 @@ class OutputHandle:
             view.release()
         self.bytes_written += size
 
+    def flush(self):
+        """Push buffered bytes to the file or pipe now (a streaming writer, after a chunk)."""
+        try:
+            self.stream.flush()
+        except BrokenPipeError:
+            raise self._broken_pipe() from None
+        except OSError as err:
+            raise KaldiError("Failed to write %s: %s" % (self._name(), err.strerror or err)) \
+                from None
+
     def _name(self):
         return "standard output" if self.kind == "stdout" else "'%s'" % self.wx
 

@@ -327,6 +327,13 @@ class TableWriter:
         records[:, key_len + 11:].view("<f4")[:] = X
         return memoryview(records).cast("B")
 
+    def flush(self):
+        """Push what was written so far to the archive (and script) stream: a reader at the
+        other end of a pipe sees it now, not when the buffer fills or the table ends."""
+        for handle in (self._ark, self._scp):
+            if handle is not None:
+                handle.flush()
+
     def close(self):
         """Commit the outputs (rename temp files, check output pipes)."""
         handles = [h for h in (self._ark, self._scp) if h is not None] + self._pending

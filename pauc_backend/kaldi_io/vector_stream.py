@@ -259,8 +259,11 @@ def iter_archive_chunks(stream, name, permissive=False, chunk_bytes=CHUNK_BYTES)
     source = _Input(stream, chunk_bytes)
     rows = _Rows()
     pos = 0
+    parsed_any = source.have == 0   # bytes the stream's buffer already held: parse them first
     while True:
-        source.refill(pos)
+        if parsed_any:
+            source.refill(pos)
+        parsed_any = True
         pos = 0
         buf, have = source.buf, source.have
         while True:
@@ -472,6 +475,7 @@ class VectorChunkWriter:
         elif key_array is None:
             keys_b = [key.encode() for key in chunk.keys]
         self.writer.write_vector_block(Y, keys_b, key_array, raw)
+        self.writer.flush()  # the chunk leaves a pipe now, while the input may still arrive
         self.num_written += Y.shape[0]
 
     def __enter__(self):
