@@ -349,8 +349,9 @@ def _fv_rows_at(paths, offsets, handles):
     if dim < 0:
         return None
     record = 10 + 4 * dim
-    order = np.argsort(offsets, kind="stable")
-    sorted_offsets = offsets[order]
+    in_order = bool((np.diff(offsets) > 0).all())  # the usual script: rows written in order
+    order = np.arange(len(offsets)) if in_order else np.argsort(offsets, kind="stable")
+    sorted_offsets = offsets if in_order else offsets[order]
     X = np.empty((len(offsets), dim), np.float32)
     expected = np.frombuffer(head, np.uint8)
     # spans: break where the gap to the next record is more than a few records
@@ -369,7 +370,11 @@ def _fv_rows_at(paths, offsets, handles):
         codes = np.frombuffer(span, np.uint8)
         if not (codes[where[:, None] + np.arange(10)] == expected).all():
             return None
-        X[order[begin:end]] = gather_rows(span, where + 10, dim)
+        if in_order:
+            gather_rows(span, where + 10, dim, out=X[begin:end])
+        else:
+            X[order[begin:end]] = gather_rows(span, where + 10, dim,
+                                              out=np.empty((end - begin, dim), np.float32))
     return X
 
 

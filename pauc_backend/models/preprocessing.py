@@ -158,15 +158,23 @@ def apply_affine(M, X):
 
 
 def vector_norms(X):
-    """Float32 2-norms accumulated sequentially over dimensions (``VectorBase<float>::Norm(2)``)."""
+    """Float32 2-norms accumulated sequentially over dimensions (``VectorBase<float>::Norm(2)``:
+    ``sum += x_i * x_i`` in float, i = 0, 1, ...): ``np.add.accumulate`` along a row is that
+    running sum by definition."""
     X = _as_matrix(X)
-    sumsq = np.zeros(X.shape[0], dtype=np.float32)
+    norms = np.empty(X.shape[0], dtype=np.float32)
+    if X.shape[1] == 0:
+        norms[:] = 0
+        return norms
     block = _block_rows(X.shape[1])
+    squares = np.empty((min(block, X.shape[0]), X.shape[1]), dtype=np.float32)
     for start in range(0, X.shape[0], block):
-        acc = sumsq[start:start + block]
-        for column in np.ascontiguousarray(X[start:start + block].T):
-            acc += column * column
-    return np.sqrt(sumsq)
+        rows = X[start:start + block]
+        sq = squares[:rows.shape[0]]
+        np.multiply(rows, rows, out=sq)
+        np.add.accumulate(sq, axis=1, out=sq)
+        np.sqrt(sq[:, -1], out=norms[start:start + rows.shape[0]])
+    return norms
 
 
 def normalize_length(X, scaleup=True, normalize=True):
