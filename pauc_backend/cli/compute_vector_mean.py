@@ -3,8 +3,6 @@
 import numpy as np
 
 from pauc_backend.cli.kaldi_cli import Tool, format_float
-from pauc_backend.cli.speaker_tables import gather_speakers
-from pauc_backend.cli.trial_scoring import index_keys
 from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import (iter_vector_chunks, read_token_vector_table, read_vector_table,
                                    write_int32_table, write_vector, write_vector_table)
@@ -45,11 +43,13 @@ def global_form(opts, vector_rspecifier, mean_wxfilename):
     ivector-mean's ``sum.AddVec(1.0, ivector)``), then ``sum * (1.0 / N)``."""
     total, count = None, 0
     for chunk in iter_vector_chunks(vector_rspecifier):
-        bad = nonfinite_rows(chunk.X)
-        if bad.size:
+        total = vector_sum(chunk.X, initial=total)
+        # a NaN or infinity in the chunk is a NaN or infinity in the (finite until now) sum:
+        # float32 values cannot overflow a double sum, so only then are the rows searched
+        if not np.isfinite(total).all():
+            bad = nonfinite_rows(chunk.X)
             raise KaldiError("Vector for key %s in %s contains NaN or infinity"
                              % (chunk.keys[bad[0]], vector_rspecifier))
-        total = vector_sum(chunk.X, initial=total)
         count += len(chunk)
     if not count:
         raise KaldiError("No iVectors read from %s" % vector_rspecifier)
@@ -58,6 +58,9 @@ def global_form(opts, vector_rspecifier, mean_wxfilename):
 
 
 def speaker_form(spk2utt_rspecifier, vector_rspecifier, vector_wspecifier, num_utts_wspecifier):
+    # imported here: the global form (a streamed sum) should start as fast as ivector-mean
+    from pauc_backend.cli.speaker_tables import gather_speakers
+    from pauc_backend.cli.trial_scoring import index_keys
     log = tool.log
     spk2utt = read_token_vector_table(spk2utt_rspecifier)
     keys, X = read_finite(vector_rspecifier)

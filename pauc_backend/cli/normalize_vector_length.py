@@ -1,6 +1,8 @@
 """normalize-vector-length: scale vectors to length sqrt(dim) or 1 (twin of
 ivector-normalize-length)."""
 
+import numpy as np
+
 from pauc_backend.cli.kaldi_cli import Tool, format_float
 from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import VectorChunkWriter, iter_vector_chunks
@@ -27,12 +29,13 @@ def run(opts, args):
     sums, count = (0.0, 0.0), 0
     with VectorChunkWriter(vector_wspecifier) as writer:
         for chunk in iter_vector_chunks(vector_rspecifier):
-            bad = nonfinite_rows(chunk.X)
-            if bad.size:
-                raise KaldiError("Vector for key %s in %s contains NaN or infinity"
-                                 % (chunk.keys[bad[0]], vector_rspecifier))
             Y, ratios = normalize_length(chunk.X, scaleup=opts.scaleup,
                                          normalize=opts.normalize)
+            if not np.isfinite(ratios).all():  # a NaN/inf element, or a float32 overflow
+                bad = nonfinite_rows(chunk.X)
+                if bad.size:
+                    raise KaldiError("Vector for key %s in %s contains NaN or infinity"
+                                     % (chunk.keys[bad[0]], vector_rspecifier))
             if log.verbose >= 2 or not ratios.all():
                 for key, ratio in zip(chunk.keys, ratios.tolist()):
                     log.vlog(2, "Ratio for key %s is %s" % (key, format_float(ratio)))
