@@ -254,9 +254,11 @@ def _generic_chunks(source, pos, name, permissive, state):
     state[0], state[1] = pos + cur.pos, stop
 
 
-def iter_archive_chunks(stream, name, permissive=False, chunk_bytes=CHUNK_BYTES):
-    """Chunks of a float-vector archive read from a binary ``stream`` (see the module doc)."""
+def iter_archive_chunks(stream, name, permissive=False, chunk_bytes=CHUNK_BYTES, start=0):
+    """Chunks of a float-vector archive read from a binary ``stream`` (see the module doc);
+    ``start``: the stream's first byte's offset, for messages."""
     source = _Input(stream, chunk_bytes)
+    source.consumed = start
     rows = _Rows()
     pos = 0
     parsed_any = source.have == 0   # bytes the stream's buffer already held: parse them first
@@ -446,8 +448,10 @@ def iter_vector_chunks(rspecifier, ragged=False, chunk_bytes=CHUNK_BYTES):
 
 
 def _archive_chunks(rx, permissive, chunk_bytes):
+    kind, what = streams.classify_rxfilename(rx)
+    start = what[1] if kind == "offset" else 0  # messages give offsets in the file
     with streams.open_input(rx) as stream:
-        yield from iter_archive_chunks(stream, rx, permissive, chunk_bytes)
+        yield from iter_archive_chunks(stream, rx, permissive, chunk_bytes, start)
 
 
 # -- writing -----------------------------------------------------------------------------------

@@ -184,3 +184,15 @@ def test_empty_input_leaves_the_output_untouched(tmp_path):
         for chunk in iter_vector_chunks("ark:%s" % (tmp_path / "empty.ark")):
             writer.write(chunk)
     assert writer.num_written == 0 and (tmp_path / "out.ark").read_bytes() == b"old"
+
+
+def test_an_archive_at_a_byte_offset_reports_file_offsets(tmp_path):
+    good = fv_record("a", [1.0, 2.0])
+    path = tmp_path / "a.ark"
+    path.write_bytes(b"junk" + good + b"b \0BFV \x04" + struct.pack("<i", 2) + b"\0\0")
+    rs = "ark:%s:4" % path
+    with pytest.raises(KaldiError) as whole_err:
+        read_vector_table(rs)
+    with pytest.raises(KaldiError) as chunk_err:
+        collect(iter_vector_chunks(rs))
+    assert str(chunk_err.value) == str(whole_err.value)
