@@ -44,7 +44,11 @@ def vector_sum(X, scale=1.0, initial=None):
 
     ``initial``: a running total to continue from (a table summed chunk by chunk gives the same
     bits as summed at once: the order of the additions is the same)."""
-    X = _as_matrix(X)
+    X = np.asarray(X)
+    if X.ndim != 2:
+        X = _as_matrix(X)  # raises the usual error
+    if X.dtype != np.float32:
+        X = X.astype(np.float32)  # the float vectors Kaldi sums (a strided view is fine)
     num, dim = X.shape
     start = np.zeros(dim) if initial is None else np.asarray(initial, dtype=np.float64)
     if dim == 1:  # a single column would be reduced pairwise, not in order
@@ -55,7 +59,11 @@ def vector_sum(X, scale=1.0, initial=None):
     buffer[0] = start
     for begin in range(0, num, block):
         chunk = X[begin:begin + block]
-        np.multiply(chunk, scale, out=buffer[1:chunk.shape[0] + 1], dtype=np.float64)
+        rows = buffer[1:chunk.shape[0] + 1]
+        if scale == 1.0:
+            rows[...] = chunk  # exact: float32 -> float64
+        else:
+            np.multiply(chunk, scale, out=rows, dtype=np.float64)
         # Row 0 carries the running total, so the reduction stays strictly sequential.
         buffer[0] = np.add.reduce(buffer[:chunk.shape[0] + 1], axis=0)
     return buffer[0].copy()
