@@ -94,7 +94,18 @@ def subtract_mean(X, mean=None):
     if X.shape[0] == 0:
         return X.copy(), np.zeros(X.shape[1])
     total = vector_sum(X)
-    shift = float(np.float32(-1.0 / X.shape[0])) * total
+    return add_shift(X, mean_shift(total, X.shape[0])), total
+
+
+def mean_shift(total, count):
+    """``(float)(-1/N) * sum`` in double: what ComputeAndSubtractMean adds to every vector."""
+    return float(np.float32(-1.0 / count)) * np.asarray(total, dtype=np.float64)
+
+
+def add_shift(X, shift):
+    """``x + shift`` in double, rounded to float32, row by row (``AddVec`` of a double vector
+    to a float one): the second half of ivector-subtract-global-mean without a mean file."""
+    X = _as_matrix(X)
     out = np.empty_like(X)
     block = _block_rows(X.shape[1])
     buffer = np.empty((min(block, X.shape[0]), X.shape[1]))
@@ -102,7 +113,7 @@ def subtract_mean(X, mean=None):
         chunk = X[start:start + block]
         np.add(chunk, shift, out=buffer[:chunk.shape[0]], dtype=np.float64)
         out[start:start + chunk.shape[0]] = buffer[:chunk.shape[0]]
-    return out, total
+    return out
 
 
 def speaker_means(X, utt_lists):

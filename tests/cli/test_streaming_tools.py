@@ -44,6 +44,7 @@ def peak_rss_kb(argv):
 @pytest.mark.skipif(not os.access(TIME, os.X_OK), reason="needs /usr/bin/time")
 @pytest.mark.parametrize("tool,extra", [("normalize-vector-length", []),
                                         ("copy-vectors", []),
+                                        ("subtract-vector-mean", []),
                                         ("compute-vector-mean", None),
                                         ("transform-vectors", ["T"])])
 def test_peak_memory_does_not_grow_with_the_table(tmp_path, tool, extra):
@@ -177,3 +178,16 @@ def test_transform_plda_latent_refuses_a_key_repeated_across_chunks(tmp_path):
     assert proc.returncode != 0
     assert b"Duplicate vector found for key u0000007" in proc.stderr
     assert not (tmp_path / "o.ark").exists()
+
+
+def test_subtracting_the_own_mean_reads_a_file_twice_with_the_bytes_of_holding_it(table):
+    """Without a mean file: a plain-file input is read twice (streamed), stdin is held; both
+    write what the whole-table function writes."""
+    tmp_path, keys, X = table
+    write_vector_table("ark:%s" % (tmp_path / "r.ark"), keys, subtract_mean(X)[0])
+    run_tool("subtract-vector-mean", "ark:%s" % (tmp_path / "in.ark"),
+             "ark:%s" % (tmp_path / "o.ark"), check=True)
+    assert (tmp_path / "o.ark").read_bytes() == (tmp_path / "r.ark").read_bytes()
+    proc = run_tool("subtract-vector-mean", "ark:-", "ark:-",
+                    input=(tmp_path / "in.ark").read_bytes(), check=True)
+    assert proc.stdout == (tmp_path / "r.ark").read_bytes()
