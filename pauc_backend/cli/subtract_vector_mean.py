@@ -35,6 +35,7 @@ tool.register("subtract-mean", True, "If true, subtract mean; if false, just cop
 
 def subtract_given_mean(mean, mean_rxfilename, vector_rspecifier, vector_wspecifier):
     """The 3-argument form, streamed: each chunk of vectors minus the float32 mean."""
+    mean32 = np.asarray(mean, dtype=np.float32)
     with VectorChunkWriter(vector_wspecifier) as writer:
         for chunk in iter_vector_chunks(vector_rspecifier):
             bad = nonfinite_rows(chunk.X)
@@ -45,7 +46,9 @@ def subtract_given_mean(mean, mean_rxfilename, vector_rspecifier, vector_wspecif
                 raise KaldiError("Dimension mismatch: the mean in %s has dimension %d but the "
                                  "vectors in %s have dimension %d"
                                  % (mean_rxfilename, mean.shape[0], vector_rspecifier, chunk.dim))
-            writer.write(chunk, subtract_mean(chunk.X, mean)[0])
+            # float32 x - (float32) mean, as subtract_mean(X, mean), straight from the read
+            # buffer's rows (no contiguous copy first)
+            writer.write(chunk, np.subtract(chunk.X, mean32))
     if not writer.num_written:
         raise KaldiError("No vectors read from %s (empty input); %s not written"
                          % (vector_rspecifier, vector_wspecifier))
