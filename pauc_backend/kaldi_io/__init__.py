@@ -19,6 +19,7 @@ from pauc_backend.kaldi_io.tables import (HOLDERS, RandomAccessTableReader,
                                           read_token_vector_table, read_vector_table,
                                           write_int32_table, write_token_table,
                                           write_token_vector_table, write_vector_table)
+from pauc_backend.kaldi_io.vector_stream import VectorChunk, VectorChunkWriter, iter_vector_chunks
 from pauc_backend.kaldi_io.trials import format_scores, read_scores, read_trials, write_scores
 
 __all__ = [
@@ -32,4 +33,5 @@ __all__ = [
     "read_token_table", "write_token_table", "read_token_vector_table",
     "write_token_vector_table", "read_script",
     "read_trials", "read_scores", "write_scores", "format_scores",
+    "VectorChunk", "VectorChunkWriter", "iter_vector_chunks",
 ]

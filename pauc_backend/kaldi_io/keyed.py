@@ -37,7 +37,8 @@ import numpy as np
 
 from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import _memory, streams
-from pauc_backend.kaldi_io.numbers import _LOW_BYTES, _words
+from pauc_backend.kaldi_io.lines import LOW_BYTES as _LOW_BYTES
+from pauc_backend.kaldi_io.lines import byte_words as _words
 from pauc_backend.kaldi_io.trials import iter_fields
 
 __all__ = ["KeyIndex", "KeySpace", "PairTable", "JoinedChunk", "iter_join", "join_columns",

@@ -29,6 +29,9 @@ import numpy as np
 
 from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import _memory, streams
+from pauc_backend.kaldi_io.lines import HIGH_BYTES as _HIGH_BYTES
+from pauc_backend.kaldi_io.lines import LOW_BYTES as _LOW_BYTES
+from pauc_backend.kaldi_io.lines import byte_words as _words
 
 __all__ = ["read_score_labels", "iter_score_labels", "parse_score_labels",
            "kaldi_string_to_float", "parse_decimal_tokens"]
@@ -122,11 +125,6 @@ def _text(line):
 
 # -- many tokens at once -------------------------------------------------------------------
 
-def _words(buf):
-    """Every 8-byte little-endian word of ``buf``, one per byte offset (an overlapping view)."""
-    return np.ndarray(shape=(buf.size - 7,), dtype="<u8", buffer=buf, strides=(1,))
-
-
 def _eight_digits(words):
     """Value of 8 ASCII digits packed little-endian in uint64 (first digit in the low byte)."""
     v = words - _U(0x3030303030303030)
@@ -142,14 +140,6 @@ def _all_digits(words):
             ) == _U(0x3333333333333333)
 
 
-def _byte_masks(high):
-    """uint64 masks keeping the ``n`` high bytes (``high``) or ``n`` low bytes, n = 0..8."""
-    n = np.arange(9, dtype=np.uint64)
-    low = np.where(n == 8, _U(0xFFFFFFFFFFFFFFFF), (_U(1) << (n * _U(8))) - _U(1))
-    return ~low[::-1] if high else low
-
-
-_HIGH_BYTES, _LOW_BYTES = _byte_masks(True), _byte_masks(False)
 _ZEROS = _U(0x3030303030303030)
 _ONES = _U(0x0101010101010101)
 _HIGH_BITS = _U(0x8080808080808080)

@@ -16,7 +16,8 @@ import tempfile
 from pauc_backend.errors import KaldiError
 from pauc_backend.process import child_environment
 
-_CHUNK = 1 << 22
+CHUNK_BYTES = 1 << 22  # the size of one read from a pipe or file
+_CHUNK = CHUNK_BYTES
 
 
 def _current_umask():
@@ -158,7 +159,7 @@ def _open_failed(path, err, mode="reading"):
 
 # -- reading -------------------------------------------------------------------------------------
 
-def _read_stream_fully(stream):
+def read_stream_fully(stream):
     """Read a pipe/stdin to EOF into one bytearray (no per-chunk join)."""
     raw = getattr(stream, "raw", None)
     fileno = None
@@ -218,7 +219,7 @@ def run_input_pipe(command, name=None):
     except OSError as err:
         raise KaldiError("Failed to run input pipe '%s |': %s" % (command.rstrip(), err)) from None
     try:
-        data = _read_stream_fully(proc.stdout)
+        data = read_stream_fully(proc.stdout)
     finally:
         proc.stdout.close()
         code = proc.wait()
@@ -235,7 +236,7 @@ def read_all(rx):
     """
     kind, what = classify_rxfilename(rx)
     if kind == "stdin":
-        return _read_stream_fully(sys.stdin.buffer), 0
+        return read_stream_fully(sys.stdin.buffer), 0
     if kind == "pipe":
         return run_input_pipe(what), 0
     if kind == "offset":
@@ -384,6 +385,16 @@ class OutputHandle:
         finally:
             view.release()
         self.bytes_written += size
+
+    def flush(self):
+        """Push buffered bytes to the file or pipe now (a streaming writer, after a chunk)."""
+        try:
+            self.stream.flush()
+        except BrokenPipeError:
+            raise self._broken_pipe() from None
+        except OSError as err:
+            raise KaldiError("Failed to write %s: %s" % (self._name(), err.strerror or err)) \
+                from None
 
     def _name(self):
         return "standard output" if self.kind == "stdout" else "'%s'" % self.wx

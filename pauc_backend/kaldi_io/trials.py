@@ -9,10 +9,9 @@ import numpy as np
 
 from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import _memory, streams
+from pauc_backend.kaldi_io import lines as tokenizer
 
 _CHUNK_BYTES = 1 << 22
-_IS_SEP = np.zeros(256, dtype=bool)
-_IS_SEP[list(b" \t\n\v\f\r")] = True
 _FIELD_HELP = {"trials file": "key1 key2 [target|nontarget]", "scores file": "key1 key2 score"}
 
 
@@ -28,44 +27,6 @@ def _chunks(raw):
         yield piece, line
         line += piece.count(b"\n")
         start = end
-
-
-def _simple_bounds(codes):
-    """(starts, ends, line ends) when every byte <= 32 is a lone space or newline between tokens
-    and the text ends with a newline (the usual file): one comparison finds them all. None
-    otherwise."""
-    if codes.size < 2 or codes[-1] != 10 or codes[0] <= 32:
-        return None
-    cuts = np.flatnonzero(codes <= 32)
-    kinds = codes[cuts]
-    newline = kinds == 10
-    if not (newline | (kinds == 32)).all() or not (cuts[1:] - cuts[:-1] > 1).all():
-        return None
-    starts = np.empty_like(cuts)
-    starts[0] = 0
-    starts[1:] = cuts[:-1] + 1
-    return starts, cuts, cuts[newline]
-
-
-def _token_bounds(codes):
-    """Start and end offsets of the whitespace-separated tokens of a uint8 array."""
-    if codes.size == 0:
-        empty = np.zeros(0, dtype=np.int64)
-        return empty, empty
-    sep = _IS_SEP[codes]
-    edges = np.flatnonzero(sep[1:] != sep[:-1]) + 1
-    if not sep[0]:
-        edges = np.concatenate([[0], edges])
-    if not sep[-1]:
-        edges = np.concatenate([edges, [codes.size]])
-    return edges[0::2], edges[1::2]
-
-
-def _line_ends(codes):
-    ends = np.flatnonzero(codes == 10)
-    if codes.size and codes[-1] != 10:
-        ends = np.append(ends, codes.size)
-    return ends
 
 
 def _gather_str(codes, starts, ends, as_str=True):
@@ -119,10 +80,10 @@ def _check_text(piece, codes, first_line, rx, what):
 def _scan_piece(piece, codes, first_line, allowed, num_fields, what, rx):
     """Token bounds of each column of one piece (whole lines); ``num_fields`` None: the first
     line decides (it must be one of ``allowed``). Returns (columns, num_fields)."""
-    simple = _simple_bounds(codes)
+    simple = tokenizer.simple_bounds(codes)
     if simple is None:
-        starts, ends = _token_bounds(codes)
-        line_ends = _line_ends(codes)
+        starts, ends = tokenizer.token_bounds(codes)
+        line_ends = tokenizer.line_ends(codes)
     else:
         starts, ends, line_ends = simple
     if num_fields is None:

@@ -38,19 +38,32 @@ def _block_rows(dim):
     return max(256, (1 << 18) // max(dim, 1))
 
 
-def vector_sum(X, scale=1.0):
+def vector_sum(X, scale=1.0, initial=None):
     """``sum_i scale * x_i`` in double, accumulated row after row, like
-    ``Vector<double>::AddVec(scale, x)`` once per vector (ivector-mean, ComputeAndSubtractMean)."""
-    X = _as_matrix(X)
+    ``Vector<double>::AddVec(scale, x)`` once per vector (ivector-mean, ComputeAndSubtractMean).
+
+    ``initial``: a running total to continue from (a table summed chunk by chunk gives the same
+    bits as summed at once: the order of the additions is the same)."""
+    X = np.asarray(X)
+    if X.ndim != 2:
+        X = _as_matrix(X)  # raises the usual error
+    if X.dtype != np.float32:
+        X = X.astype(np.float32)  # the float vectors Kaldi sums (a strided view is fine)
     num, dim = X.shape
+    start = np.zeros(dim) if initial is None else np.asarray(initial, dtype=np.float64)
     if dim == 1:  # a single column would be reduced pairwise, not in order
-        column = X[:, 0].astype(np.float64) * scale
-        return np.cumsum(column)[-1:] if num else np.zeros(1)
+        column = np.concatenate([start, X[:, 0].astype(np.float64) * scale])
+        return np.cumsum(column)[-1:]
     block = _block_rows(dim)
     buffer = np.zeros((min(block, num) + 1, dim))
-    for start in range(0, num, block):
-        chunk = X[start:start + block]
-        np.multiply(chunk, scale, out=buffer[1:chunk.shape[0] + 1], dtype=np.float64)
+    buffer[0] = start
+    for begin in range(0, num, block):
+        chunk = X[begin:begin + block]
+        rows = buffer[1:chunk.shape[0] + 1]
+        if scale == 1.0:
+            rows[...] = chunk  # exact: float32 -> float64
+        else:
+            np.multiply(chunk, scale, out=rows, dtype=np.float64)
         # Row 0 carries the running total, so the reduction stays strictly sequential.
         buffer[0] = np.add.reduce(buffer[:chunk.shape[0] + 1], axis=0)
     return buffer[0].copy()
@@ -81,7 +94,18 @@ def subtract_mean(X, mean=None):
     if X.shape[0] == 0:
         return X.copy(), np.zeros(X.shape[1])
     total = vector_sum(X)
-    shift = float(np.float32(-1.0 / X.shape[0])) * total
+    return add_shift(X, mean_shift(total, X.shape[0])), total
+
+
+def mean_shift(total, count):
+    """``(float)(-1/N) * sum`` in double: what ComputeAndSubtractMean adds to every vector."""
+    return float(np.float32(-1.0 / count)) * np.asarray(total, dtype=np.float64)
+
+
+def add_shift(X, shift):
+    """``x + shift`` in double, rounded to float32, row by row (``AddVec`` of a double vector
+    to a float one): the second half of ivector-subtract-global-mean without a mean file."""
+    X = _as_matrix(X)
     out = np.empty_like(X)
     block = _block_rows(X.shape[1])
     buffer = np.empty((min(block, X.shape[0]), X.shape[1]))
@@ -89,7 +113,7 @@ def subtract_mean(X, mean=None):
         chunk = X[start:start + block]
         np.add(chunk, shift, out=buffer[:chunk.shape[0]], dtype=np.float64)
         out[start:start + chunk.shape[0]] = buffer[:chunk.shape[0]]
-    return out, total
+    return out
 
 
 def speaker_means(X, utt_lists):
@@ -153,15 +177,23 @@ def apply_affine(M, X):
 
 
 def vector_norms(X):
-    """Float32 2-norms accumulated sequentially over dimensions (``VectorBase<float>::Norm(2)``)."""
+    """Float32 2-norms accumulated sequentially over dimensions (``VectorBase<float>::Norm(2)``:
+    ``sum += x_i * x_i`` in float, i = 0, 1, ...): ``np.add.accumulate`` along a row is that
+    running sum by definition."""
     X = _as_matrix(X)
-    sumsq = np.zeros(X.shape[0], dtype=np.float32)
+    norms = np.empty(X.shape[0], dtype=np.float32)
+    if X.shape[1] == 0:
+        norms[:] = 0
+        return norms
     block = _block_rows(X.shape[1])
+    squares = np.empty((min(block, X.shape[0]), X.shape[1]), dtype=np.float32)
     for start in range(0, X.shape[0], block):
-        acc = sumsq[start:start + block]
-        for column in np.ascontiguousarray(X[start:start + block].T):
-            acc += column * column
-    return np.sqrt(sumsq)
+        rows = X[start:start + block]
+        sq = squares[:rows.shape[0]]
+        np.multiply(rows, rows, out=sq)
+        np.add.accumulate(sq, axis=1, out=sq)
+        np.sqrt(sq[:, -1], out=norms[start:start + rows.shape[0]])
+    return norms
 
 
 def normalize_length(X, scaleup=True, normalize=True):
@@ -185,12 +217,21 @@ def normalize_length(X, scaleup=True, normalize=True):
     return X * scale[:, None], ratios
 
 
-def ratio_stats(ratios):
-    """``(mean, stddev)`` of the length ratios as ivector-normalize-length logs them."""
+def ratio_sums(ratios, sums=(0.0, 0.0)):
+    """Running ``(sum ratio, sum ratio*ratio)`` as ivector-normalize-length accumulates them:
+    in double, one vector after the other, the square taken in float (``ratio * ratio``)."""
     ratios = np.asarray(ratios, dtype=np.float32)
-    num = ratios.shape[0]
-    total = float(np.add.reduce(ratios.astype(np.float64)))
-    total2 = float(np.add.reduce((ratios * ratios).astype(np.float64)))
+    total = np.cumsum(np.concatenate([[sums[0]], ratios.astype(np.float64)]))[-1]
+    total2 = np.cumsum(np.concatenate([[sums[1]], (ratios * ratios).astype(np.float64)]))[-1]
+    return float(total), float(total2)
+
+
+def ratio_stats(ratios=None, sums=None, num=None):
+    """``(mean, stddev)`` of the length ratios as ivector-normalize-length logs them, from the
+    ratios or from ``ratio_sums`` of ``num`` of them."""
+    if sums is None:
+        sums, num = ratio_sums(ratios), len(ratios)
+    total, total2 = sums
     avg = np.float32(total / num)
     variance = total2 / num - float(avg * avg)
     return float(avg), float(np.float32(np.sqrt(max(variance, 0.0))))

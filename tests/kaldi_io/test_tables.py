@@ -301,7 +301,7 @@ def test_script_from_stdin_pipe_is_read_once(tmp_path):
 @settings(max_examples=60, deadline=None)
 @given(st.data())
 def test_row_gather_matches_one_frombuffer_per_row(data):
-    from pauc_backend.kaldi_io import tables
+    from pauc_backend.kaldi_io import archive
     rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1)))
     buf = rng.integers(0, 256, 5000, dtype=np.uint8).tobytes()
     dim = data.draw(st.integers(1, 5))
@@ -313,7 +313,7 @@ def test_row_gather_matches_one_frombuffer_per_row(data):
         offsets = np.concatenate([[1], 1 + np.cumsum(steps)[:-1]])
         offsets = offsets[offsets + 4 * dim <= len(buf)]
     expected = np.array([np.frombuffer(buf, "<f4", dim, int(o)) for o in offsets])
-    got = tables._gather_rows(buf, offsets, dim)
+    got = archive.gather_rows(buf, offsets, dim)
     assert np.array_equal(got.view(np.uint32), expected.reshape(-1, dim).view(np.uint32))
 
 
@@ -340,12 +340,12 @@ def test_writer_blocks_keep_offsets_continuous(tmp_path, monkeypatch, binary):
                           st.integers(0, 10 ** 17)), min_size=1, max_size=12),
        st.sampled_from([" ", "\t", "  "]), st.booleans())
 def test_vectorised_script_parser_agrees_with_the_line_parser(entries, sep, final_newline):
-    from pauc_backend.kaldi_io import tables
+    from pauc_backend.kaldi_io import scripts
     text = "\n".join("%s%s%s:%d" % (key, sep, path, offset) for key, path, offset in entries)
     data = (text + ("\n" if final_newline else "")).encode()
-    keys, targets = tables._parse_script(data, 0, "x.scp")
-    fast = tables._parse_offset_script(data, 0)
-    split = tables._split_targets(targets)
+    keys, targets = scripts.parse_script(data, 0, "x.scp")
+    fast = scripts.parse_offset_script(data, 0)
+    split = scripts.split_targets(targets)
     paths = {path for _, path, _ in entries}
     if fast is None:  # only the cases the fast parser leaves to the line parser
         assert len(paths) > 1 or "cmd |" in paths or \

@@ -1,20 +1,17 @@
 """The checks every tool makes of a vector table it reads: not empty, finite, of the model's
 dimension. One place, so each mistake gets the same ERROR line from every tool."""
 
-import numpy as np
-
 from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import read_vector_table
+from pauc_backend.models.preprocessing import nonfinite_rows
 
 
 def check_finite(keys, X, rspecifier, rows=None):
     """KaldiError naming the first vector (row of ``X``; its key is ``keys[rows[i]]`` when
     ``X`` holds the selected ``rows`` of the table) that contains NaN or Inf."""
-    if not len(X):
-        return
-    bad = ~np.all(np.isfinite(X), axis=1)
-    if bad.any():
-        first = int(np.flatnonzero(bad)[0])
+    bad = nonfinite_rows(X)
+    if bad.size:
+        first = int(bad[0])
         key = keys[rows[first]] if rows is not None else keys[first]
         raise KaldiError("Vector %s in %s contains NaN or Inf" % (key, rspecifier))
 

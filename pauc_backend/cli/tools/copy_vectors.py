@@ -4,9 +4,8 @@ import numpy as np
 
 from pauc_backend.cli.framework.kaldi_cli import Tool, format_float
 from pauc_backend.errors import KaldiError
-from pauc_backend.kaldi_io import (TableWriter, classify_rspecifier, classify_wspecifier,
-                                   read_vector, read_vector_table, write_vector,
-                                   write_vector_table)
+from pauc_backend.kaldi_io import (VectorChunkWriter, classify_rspecifier, classify_wspecifier,
+                                   iter_vector_chunks, read_vector, write_vector)
 
 USAGE = """
 Copy vectors, or archives of vectors (e.g. speaker vectors), as Kaldi's copy-vector.
@@ -47,30 +46,26 @@ def run(opts, args):
         write_vector(target, vector, binary=opts.binary)
         tool.log.log("Copied vector to %s" % target)
         return 0
-    keys, vectors = read_vector_table(source, ragged=True)
-    if not keys:
-        raise KaldiError("No vectors read from %s (empty input); %s not written"
-                         % (source, target))
     changed = opts.change_dim >= 0 or opts.scale != 1.0
     scale = np.float32(opts.scale)
-    if isinstance(vectors, np.ndarray):
-        if opts.change_dim >= 0:
-            vectors = resize(vectors, opts.change_dim)
-        if opts.scale != 1.0:
-            vectors = vectors * scale
-        write_vector_table(target, keys, vectors)
-    else:
-        with TableWriter(target, "vector") as writer:
-            for key, vector in zip(keys, vectors):
-                if opts.change_dim >= 0:
-                    vector = resize(vector, opts.change_dim)
-                writer.write(key, vector * scale if opts.scale != 1.0 else vector)
+    with VectorChunkWriter(target) as writer:
+        for chunk in iter_vector_chunks(source, ragged=True):
+            vectors = None
+            if opts.change_dim >= 0:
+                vectors = resize(chunk.X, opts.change_dim)
+            if opts.scale != 1.0:
+                vectors = (chunk.X if vectors is None else vectors) * scale
+            writer.write(chunk, vectors)
+    count = writer.num_written
+    if not count:
+        raise KaldiError("No vectors read from %s (empty input); %s not written"
+                         % (source, target))
     if changed:
         tool.log.log("Copied %d vectors, setting dim to %d scaled by %s" % (
-            len(keys), opts.change_dim, format_float(opts.scale)))
+            count, opts.change_dim, format_float(opts.scale)))
     else:
-        tool.log.log("Copied %d vectors." % len(keys))
-    return 0 if keys else 1
+        tool.log.log("Copied %d vectors." % count)
+    return 0
 
 
 def main(argv=None):

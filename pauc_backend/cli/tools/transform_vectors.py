@@ -2,7 +2,7 @@
 
 from pauc_backend.cli.framework.kaldi_cli import Tool
 from pauc_backend.errors import KaldiError
-from pauc_backend.kaldi_io import read_matrix, read_vector_table, write_vector_table
+from pauc_backend.kaldi_io import VectorChunkWriter, iter_vector_chunks, read_matrix
 from pauc_backend.models.preprocessing import apply_affine, nonfinite_rows
 
 USAGE = """
@@ -30,21 +30,18 @@ def run(opts, args):
     transform = read_matrix(transform_rxfilename)
     if transform.size and nonfinite_rows(transform).size:
         raise KaldiError("The transform in %s contains NaN or infinity" % transform_rxfilename)
-    keys, X = read_vector_table(vector_rspecifier)
-    if not keys:
+    with VectorChunkWriter(vector_wspecifier) as writer:
+        for chunk in iter_vector_chunks(vector_rspecifier):
+            bad = nonfinite_rows(chunk.X)
+            if bad.size:
+                raise KaldiError("Vector for key %s in %s contains NaN or infinity"
+                                 % (chunk.keys[bad[0]], vector_rspecifier))
+            writer.write(chunk, apply_affine(transform, chunk.X))
+    if not writer.num_written:
         raise KaldiError("No vectors read from %s (empty input); %s not written"
                          % (vector_rspecifier, vector_wspecifier))
-    bad = nonfinite_rows(X)
-    if bad.size:
-        raise KaldiError("Vector for key %s in %s contains NaN or infinity"
-                         % (keys[bad[0]], vector_rspecifier))
-    if keys:
-        Y = apply_affine(transform, X)
-    else:
-        Y = X.reshape(0, transform.shape[0])
-    write_vector_table(vector_wspecifier, keys, Y)
-    tool.log.log("Applied transform to %d vectors." % len(keys))
-    return 0 if keys else 1
+    tool.log.log("Applied transform to %d vectors." % writer.num_written)
+    return 0
 
 
 def main(argv=None):

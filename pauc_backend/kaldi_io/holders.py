@@ -1,0 +1,179 @@
+"""Kaldi's table holders (util/kaldi-holder-inl.h, text-utils.h): how one value of a table is
+read from and encoded into an archive.
+
+``vector`` (float32, Kaldi's BaseFloat vector tables, always written as FV), ``double_vector``,
+``matrix`` (float32, FM), ``double_matrix``, ``int32`` (``num_utts.ark``), ``token`` (utt2spk)
+and ``token_vector`` (spk2utt); ``check_token`` is Kaldi's IsToken for keys.
+"""
+
+import re
+import struct
+
+import numpy as np
+
+from pauc_backend.errors import KaldiError
+from pauc_backend.kaldi_io import codec, streams
+
+_TOKEN = re.compile(rb"[^ \t\n\v\f\r]+")
+_BLANKS = re.compile(rb"[ \t\v\f\r]*")
+
+# -- holders -------------------------------------------------------------------------------------
+
+def _end_of_line(cur, what):
+    """After a text int/token: blanks, then a newline (consumed) or end of input."""
+    cur.pos = _BLANKS.match(cur.data, cur.pos).end()
+    nxt = cur.data[cur.pos:cur.pos + 1]
+    if nxt == b"\n":
+        cur.pos += 1
+    elif nxt:
+        raise cur.error("Failed to read %s: expected newline, got %r" % (what, nxt))
+
+
+class _Holder:
+    name = None
+
+    def read(self, cur):
+        raise NotImplementedError
+
+    def encode(self, value, binary):
+        raise NotImplementedError
+
+
+class _VectorHolder(_Holder):
+    def __init__(self, name, dtype):
+        self.name, self.dtype = name, dtype
+
+    def read(self, cur):
+        binary = codec.read_binary_header(cur)
+        return codec.read_vector_obj(cur, binary, self.dtype)
+
+    def encode(self, value, binary):
+        value = np.asarray(value, dtype=self.dtype)
+        if value.ndim != 1:
+            raise KaldiError("Cannot write an array of shape %s as a vector" % (value.shape,))
+        if not binary:
+            return codec.format_text_vector(value)
+        token = b"FV " if self.dtype == np.float32 else b"DV "
+        return (b"\0B" + token + struct.pack("<bi", 4, value.size)
+                + value.astype(self.dtype.newbyteorder("<")).tobytes())
+
+
+class _MatrixHolder(_Holder):
+    def __init__(self, name, dtype):
+        self.name, self.dtype = name, dtype
+
+    def read(self, cur):
+        binary = codec.read_binary_header(cur)
+        return codec.read_matrix_obj(cur, binary, self.dtype)
+
+    def encode(self, value, binary):
+        value = np.asarray(value, dtype=self.dtype)
+        if value.ndim != 2:
+            raise KaldiError("Cannot write an array of shape %s as a matrix" % (value.shape,))
+        if not binary:
+            return codec.format_text_matrix(value)
+        token = b"FM " if self.dtype == np.float32 else b"DM "
+        return (b"\0B" + token + struct.pack("<bibi", 4, value.shape[0], 4, value.shape[1])
+                + np.ascontiguousarray(value, dtype=self.dtype.newbyteorder("<")).tobytes())
+
+
+class _Int32Holder(_Holder):
+    """BasicHolder<int32>: binary ``\\0B\\x04<int32>`` or text ``5 \\n``."""
+    name = "int32"
+
+    def read(self, cur):
+        if codec.read_binary_header(cur):
+            return codec.read_int32(cur, True)
+        cur.pos = _BLANKS.match(cur.data, cur.pos).end()
+        if cur.data[cur.pos:cur.pos + 1] in (b"\n", b""):
+            raise cur.error("Failed to read int32: found newline but expected a number")
+        value = codec.read_int32(cur, False)
+        _end_of_line(cur, "int32")
+        return value
+
+    def encode(self, value, binary):
+        value = int(value)
+        if not -2 ** 31 <= value < 2 ** 31:
+            raise KaldiError("Integer %d does not fit in int32" % value)
+        return b"\0B" + struct.pack("<bi", 4, value) if binary else b"%d \n" % value
+
+
+class _TokenHolder(_Holder):
+    """TokenHolder (utt2spk): one token then newline; text only."""
+    name = "token"
+
+    def read(self, cur):
+        cur.skip_whitespace()
+        match = _TOKEN.match(cur.data, cur.pos)
+        if match is None:
+            raise cur.error("Failed to read token: end of input")
+        cur.pos = match.end()
+        _end_of_line(cur, "token")
+        return decode_token(match.group(), cur, match.start())
+
+    def encode(self, value, binary):
+        check_token(value, "token")
+        return value.encode() + b"\n"
+
+
+class _TokenVectorHolder(_Holder):
+    """TokenVectorHolder (spk2utt): the rest of the line split at whitespace; text only."""
+    name = "token_vector"
+
+    def read(self, cur):
+        end = cur.data.find(b"\n", cur.pos)
+        end = len(cur.data) if end < 0 else end
+        line = bytes(cur.data[cur.pos:end])
+        start = cur.pos
+        cur.pos = min(end + 1, len(cur.data))
+        return [decode_token(token, cur, start) for token in line.split()]
+
+    def encode(self, value, binary):
+        if isinstance(value, str):
+            raise KaldiError("A token_vector value must be a list of tokens, not a string")
+        for token in value:
+            check_token(token, "token")
+        return "".join(token + " " for token in value).encode() + b"\n"
+
+
+HOLDERS = {
+    "vector": _VectorHolder("vector", np.dtype(np.float32)),
+    "double_vector": _VectorHolder("double_vector", np.dtype(np.float64)),
+    "matrix": _MatrixHolder("matrix", np.dtype(np.float32)),
+    "double_matrix": _MatrixHolder("double_matrix", np.dtype(np.float64)),
+    "int32": _Int32Holder(),
+    "token": _TokenHolder(),
+    "token_vector": _TokenVectorHolder(),
+}
+
+
+def get_holder(name):
+    try:
+        return HOLDERS[name]
+    except KeyError:
+        raise ValueError("unknown holder %r (one of %s)" % (name, ", ".join(HOLDERS))) from None
+
+
+def decode_token(raw, cur, pos):
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise KaldiError("Invalid key or token (not valid UTF-8) at byte %d of %s: %r" % (
+            cur.base + pos + err.start, streams.printable(cur.name), bytes(raw[:40]))) from None
+
+
+def check_token(token, what="key"):
+    """Kaldi's IsToken: non-empty, no whitespace, no control characters."""
+    if not isinstance(token, str) or not token or any(
+            c.isspace() or ord(c) < 32 or ord(c) == 127 for c in token):
+        raise KaldiError("Invalid %s %r: must be non-empty, without whitespace" % (what, token))
+
+
+_BAD_KEY_CHAR = re.compile(r"[\s\x00-\x1f\x7f]")
+
+
+def check_keys(keys):
+    """check_token over many keys at once."""
+    if not all(isinstance(k, str) and k for k in keys) or _BAD_KEY_CHAR.search("".join(keys)):
+        for key in keys:
+            check_token(key)
