@@ -16,7 +16,9 @@ and, beside each, real Kaldi's twin (ivector-mean, ivector-compute-lda, ivector-
 ivector-plda-scoring, with ivector-subtract-global-mean / transform-vec /
 ivector-normalize-length in the pipes) when --kaldi-root holds the kaldi-ref build.
 Optionally ``--metric``: train-pauc-metric (defaults, 1,000 iterations) on the centred 512-d
-vectors; ``--auto``: train-pauc-auto with every default, scored with score-pauc-auto.
+vectors; ``--auto``: train-pauc-auto with every default (plus --auto-args), scored with
+score-pauc-auto (--auto-bin: another checkout's bin/ for these two, e.g. a branch that
+changes them).
 
 Each step runs alone under /usr/bin/time: wall time, CPU time (user + system of every process
 of the pipe) and two peak RSS figures: the step's main tool alone ("tool": its own
@@ -28,7 +30,8 @@ processes together exceed --max-rss-gb (default 6). The date and `uptime` load
 are printed before and after; at load above the 2 cores, figures are upper bounds.
 
 Usage: nice python benchmarks/bench_paper_scale.py [--data DIR] [--workdir DIR] [--keep]
-         [--kaldi-root DIR] [--metric] [--auto] [--auto-args "..."] [--only lda,plda]
+         [--kaldi-root DIR] [--metric] [--auto] [--auto-args "..."] [--auto-bin DIR]
+         [--only lda,plda] [--max-rss-gb 6]
 --data DIR: reuse the corpus there if DIR/READY exists, else write it there (default: a
 temporary folder, deleted unless --keep). --small: a corpus of a tenth of the size (test run).
 """
@@ -115,9 +118,9 @@ def _processes():
     return table
 
 
-def _status_kb(pid, field):
+def _status_kb(pid, field, name="status"):
     try:
-        with open("/proc/%d/status" % pid) as f:
+        with open("/proc/%d/%s" % (pid, name)) as f:
             for line in f:
                 if line.startswith(field):
                     return int(line.split()[1])
@@ -127,7 +130,8 @@ def _status_kb(pid, field):
 
 
 class Watch:
-    """Polls the step's process tree every 0.2 s: kills it above ``max_rss_kb`` in total, and
+    """Polls the step's process tree every 0.2 s: kills it above ``max_rss_kb`` in total (PSS,
+    so copy-on-write pages shared by forked workers count once), and
     keeps the VmHWM (peak RSS) of the main tool process alone (the child of the /usr/bin/time
     writing ``tool_time``), which /usr/bin/time cannot give: its figure includes the tool's own
     children, i.e. the per-utterance tools of an ``ark:... |`` rspecifier."""
@@ -151,20 +155,23 @@ class Watch:
                 if self.tool_time in table.get(pid, (0, ""))[1]:
                     for child in children.get(pid, []):
                         self.tool_kb = max(self.tool_kb, _status_kb(child, "VmHWM:"))
-            if sum(_status_kb(pid, "VmRSS:") for pid in tree) > self.max_rss_kb:
+            # proportional set size: pages shared by forked workers are counted once
+            if sum(_status_kb(pid, "Pss:", "smaps_rollup") or _status_kb(pid, "VmRSS:")
+                   for pid in tree) > self.max_rss_kb:
                 self.killed = True
                 os.killpg(self.root, signal.SIGKILL)
                 return
             time.sleep(0.2)
 
 
-def run_step(name, template, work, data, kaldi, auto_args, max_rss_kb, log):
+def run_step(name, template, work, data, kaldi, auto_args, max_rss_kb, log, bin_dir=None):
     """Run one step; returns dict(ok, killed, pipe=(wall, cpu, MB), tool_mb, stdout, stderr)."""
     tool_time = os.path.join(work, "%s.tool.time" % name)
     command = template.format(T="%s -f '%s' -o %s" % (TIME, FORMAT, tool_time), D=data,
                               K=kaldi or "", A=auto_args)
     pipe_time = os.path.join(work, "%s.pipe.time" % name)
-    env = dict(os.environ, PATH=os.path.join(REPO, "bin") + os.pathsep + os.environ["PATH"],
+    env = dict(os.environ, PATH=(bin_dir or os.path.join(REPO, "bin")) + os.pathsep
+               + os.environ["PATH"],
                OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
     proc = subprocess.Popen([TIME, "-f", FORMAT, "-o", pipe_time, "bash", "-o", "pipefail",
                              "-c", command], cwd=work, env=env, stdout=subprocess.PIPE,
@@ -216,6 +223,8 @@ def main():
     parser.add_argument("--metric", action="store_true")
     parser.add_argument("--auto", action="store_true")
     parser.add_argument("--auto-args", default="")
+    parser.add_argument("--auto-bin", default=None, help="bin/ of the checkout whose "
+                        "train-pauc-auto and score-pauc-auto to run (default: this one's)")
     parser.add_argument("--only", default="", help="comma-separated step names")
     parser.add_argument("--max-rss-gb", type=float, default=6.0)
     args = parser.parse_args()
@@ -246,6 +255,7 @@ def main():
                                          "Kaldi: wall, cpu, RSS tool / pipe",
                                          "ours/Kaldi wall, tool RSS; load"))
         max_rss_kb = int(args.max_rss_gb * 2 ** 20)
+        failed_auto = set()
         with open(os.path.join(work, "bench.log"), "w") as log:
             for name, ours_cmd, kaldi_cmd in steps:
                 if only and name not in only:
@@ -258,8 +268,14 @@ def main():
                                      max_rss_kb, log)
                 odir = os.path.join(work, "ours")
                 os.makedirs(odir, exist_ok=True)
+                if name in failed_auto:
+                    print("%-10s skipped (an earlier train-pauc-auto step failed)" % name)
+                    continue
                 o_res = run_step(name, ours_cmd, odir, data, kaldi, args.auto_args,
-                                 max_rss_kb, log)
+                                 max_rss_kb, log,
+                                 args.auto_bin if name.startswith("auto") else None)
+                if name.startswith("auto") and not o_res["ok"]:
+                    failed_auto.update(step[0] for step in AUTO)
                 ratio = ""
                 if o_res["ok"] and k_res and k_res["ok"]:
                     ratio = "%5.2f x, %5.2f x" % (o_res["pipe"][0] / max(k_res["pipe"][0], 1e-3),
