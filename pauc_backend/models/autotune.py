@@ -28,9 +28,10 @@ def candidate_settings(num_trials, seed):
     return out
 
 
-def auto_tune(model, X, y, num_trials=12, log=None):
+def auto_tune(model, X, y, num_trials=12, log=None, rows=None):
     """Try ``num_trials`` settings of (delta, gamma, mu, eta) with early stopping on held-out
-    speakers (model.validation_fraction, or 0.2 if 0) and return the best as a dict."""
+    speakers (model.validation_fraction, or 0.2 if 0) and return the best as a dict.
+    ``rows``: as in ``fit``, the rows of X to use (no copy of X)."""
     base = model.get_params()
     fraction = base["validation_fraction"] or 0.2
     results = []
@@ -38,7 +39,7 @@ def auto_tune(model, X, y, num_trials=12, log=None):
         params = {name: base[name] for name in SEARCH_SPACE} if setting is None else setting
         probe = type(model)(**dict(base, **params, validation_fraction=fraction, refit=False,
                                    callback=None))
-        probe.fit(X, y)
+        probe.fit(X, y, rows=rows)
         if not hasattr(probe, "best_validation_"):
             raise ValueError("auto-tune needs at least 4 speakers with 2 or more vectors, so "
                              "that some can be held out")

@@ -9,7 +9,8 @@ to Kaldi's (whose own QR picks it arbitrarily); projections then differ only in 
 
 import numpy as np
 
-from pauc_backend.models.preprocessing import apply_affine, nonfinite_rows, vector_sum
+from pauc_backend.models import blocked
+from pauc_backend.models.preprocessing import apply_affine, vector_sum
 
 
 class LDA:
@@ -25,8 +26,13 @@ class LDA:
         self.total_covariance_factor = total_covariance_factor
         self.covariance_floor = covariance_floor
 
-    def fit(self, X, y):
+    def fit(self, X, y, rows=None):
         """Learn the transform from vectors ``X`` (n, D) labelled by speaker ``y`` (n,).
+
+        ``rows`` (optional): the rows of X to use, in this order (``y`` then labels those
+        rows), so that a selection or reordering of a large table needs no copy of it. X is
+        never copied whole when it is float32 (as read): the mean and the scatter matrices
+        are accumulated in double from blocks of rows (see ``_scatter_matrices``).
 
         Sets ``mean_`` (float32, the utterance mean), ``components_`` (dim, D; float64, rows by
         decreasing between-class eigenvalue), ``affine_matrix_`` (float32 ``[A | -A m]``, Kaldi's
@@ -38,16 +44,19 @@ class LDA:
             raise ValueError("LDA.fit: X must be 2-D (one vector per row), got shape %s"
                              % (X.shape,))
         X = np.ascontiguousarray(X, dtype=np.float32)
+        if rows is not None:
+            rows = np.asarray(rows, dtype=np.intp)
         y = np.asarray(y)
-        num_utts, dim_in = X.shape
+        num_utts, dim_in = blocked.num_rows(X, rows), X.shape[1]
         if y.shape != (num_utts,):
             raise ValueError("LDA.fit: y must have one label per row of X (%d), got shape %s"
                              % (num_utts, y.shape))
         if num_utts == 0:
             raise ValueError("Did not read any utterances.")
-        bad = nonfinite_rows(X)
-        if bad.size:
-            raise ValueError("LDA.fit: row %d of X contains NaN or infinity" % bad[0])
+        bad = blocked.first_nonfinite(X, rows)
+        if bad is not None:
+            raise ValueError("LDA.fit: row %d of X contains NaN or infinity"
+                             % (bad if rows is None else rows[bad]))
         if not 0 < self.dim <= dim_in:
             raise ValueError("LDA dimension --dim=%d must be in 1..%d (the vector dimension)"
                              % (self.dim, dim_in))
@@ -72,8 +81,8 @@ class LDA:
             raise ValueError("Too little data for iVector dimension: %d utterances but "
                              "dimension %d (need at least as many utterances as dimensions)"
                              % (num_utts, dim_in))
-        self.mean_ = vector_sum(X, 1.0 / num_utts).astype(np.float32)
-        tot, btw = _scatter_matrices(X, self.mean_, speaker_of, num_spk)
+        self.mean_ = _mean(X, rows, num_utts)
+        tot, btw = _scatter_matrices(X, self.mean_, speaker_of, num_spk, rows)
         total_covar = tot * (1.0 / num_utts)
         within_covar = (tot - btw) * (1.0 / num_utts)
         to_normalize = factor * total_covar + (1.0 - factor) * within_covar
@@ -118,27 +127,47 @@ def _sorted_eigh(matrix):
     return values[::-1].copy(), vectors[:, ::-1].copy()
 
 
-_CHUNK_ROWS = 16384
+_CHUNK_ROWS = 4096
 
 
-def _scatter_matrices(X, mean, speaker_of, num_spk):
+def _mean(X, rows, num_utts):
+    """``sum_i (1/N) x_i`` in double, row after row in selection order (vector_sum's
+    arithmetic: ComputeAndSubtractMean's AddVec), as float32; rows gathered a block at a time."""
+    if rows is None or X.shape[1] == 1:  # one column: vector_sum's own sequential path
+        return vector_sum(X if rows is None else X[rows], 1.0 / num_utts).astype(np.float32)
+    total = np.zeros(X.shape[1])
+    for begin in range(0, len(rows), _CHUNK_ROWS):
+        chunk = X[rows[begin:begin + _CHUNK_ROWS]]
+        buffer = np.empty((chunk.shape[0] + 1, chunk.shape[1]))
+        buffer[0] = total  # the running total rides along: the sum stays strictly sequential
+        np.multiply(chunk, 1.0 / num_utts, out=buffer[1:], dtype=np.float64)
+        total = np.add.reduce(buffer, axis=0)
+    return total.astype(np.float32)
+
+
+def _scatter_matrices(X, mean, speaker_of, num_spk, rows=None):
     """``(sum x x^T, sum_s n_s xbar_s xbar_s^T)`` of ``x = X - mean`` (float32 difference, then
     double), as CovarianceStats::AccStats sums them over speakers.
 
-    Rows are grouped by speaker and processed in chunks of whole speakers, so each speaker's
-    sum is one ``reduceat`` and no (n, D) double copy of the data is ever held.
+    Rows are grouped by speaker and processed in chunks of whole speakers (about
+    ``_CHUNK_ROWS``: 16 MB of double at D = 512), so each speaker's sum is one ``reduceat`` and
+    no (n, D) double copy (nor a float32 copy of the table) is ever held.
     """
     order = np.argsort(speaker_of, kind="stable")
+    if rows is not None:
+        order = rows[order]
     counts = np.bincount(speaker_of, minlength=num_spk)
     starts = np.concatenate([[0], np.cumsum(counts)])
     cuts = np.unique(np.concatenate([
-        starts[np.searchsorted(starts, np.arange(0, X.shape[0], _CHUNK_ROWS))], [X.shape[0]]]))
+        starts[np.searchsorted(starts, np.arange(0, len(order), _CHUNK_ROWS))], [len(order)]]))
     dim = X.shape[1]
     tot = np.zeros((dim, dim))
     spk_sums = np.empty((num_spk, dim))
     first_spk = 0
     for begin, end in zip(cuts[:-1], cuts[1:]):
-        chunk = (X[order[begin:end]] - mean).astype(np.float64)
+        chunk = X[order[begin:end]]
+        chunk -= mean
+        chunk = chunk.astype(np.float64)
         tot += chunk.T @ chunk
         last_spk = int(np.searchsorted(starts, end)) - 1
         spk_sums[first_spk:last_spk + 1] = np.add.reduceat(

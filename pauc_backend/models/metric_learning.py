@@ -23,7 +23,7 @@ import math
 import numpy as np
 
 from pauc_backend import metrics
-from pauc_backend.models import ppa
+from pauc_backend.models import blocked, ppa
 
 
 def group_by_speaker(y):
@@ -35,6 +35,20 @@ def group_by_speaker(y):
     groups = [order[bounds[i]:bounds[i + 1]] for i in range(labels.size) if counts[i] >= 2]
     kept = labels[counts >= 2]
     return kept, groups, int(np.sum(counts < 2))
+
+
+def _centred_sum_of_squares(X, rows=None):
+    """``sum_i |x_i - mean|^2`` in double, from blocks (no float64 copy of the table)."""
+    count = blocked.num_rows(X, rows)
+    total = np.zeros(X.shape[1])
+    for _, _, block in blocked.iter_blocks(X, rows):
+        total += block.sum(axis=0)
+    mean = total / count
+    out = 0.0
+    for _, _, block in blocked.iter_blocks(X, rows):
+        block -= mean
+        out += float(np.einsum("ij,ij->", block, block))
+    return out
 
 
 def metric_factor(M):
@@ -125,14 +139,18 @@ class _PPAMetric:
                                           and self.scale > 0)):
             raise ValueError("scale must be 'auto' or a positive number (got %r)" % self.scale)
 
-    def _check_data(self, X, y):
-        X = np.asarray(X, dtype=np.float64)
-        if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
+    def _check_data(self, X, y, rows=None):
+        """X as given (float32 or float64, never copied; other types become float64)."""
+        X = np.asarray(X)
+        if not np.issubdtype(X.dtype, np.floating):
+            X = X.astype(np.float64)
+        count = X.shape[0] if rows is None or X.ndim != 2 else len(rows)
+        if X.ndim != 2 or count == 0 or X.shape[1] == 0:
             raise ValueError("expected a non-empty 2-D array of vectors, got shape %s"
-                             % (X.shape,))
-        if len(y) != X.shape[0]:
-            raise ValueError("%d vectors but %d labels" % (X.shape[0], len(y)))
-        if not np.all(np.isfinite(X)):
+                             % ((count,) + X.shape[1:],))
+        if len(y) != count:
+            raise ValueError("%d vectors but %d labels" % (count, len(y)))
+        if blocked.first_nonfinite(X, rows) is not None:
             raise ValueError("the vectors contain NaN or Inf")
         return X
 
@@ -144,9 +162,9 @@ class _PPAMetric:
             value += self.mu * (np.sum(w) - np.sum(np.log(w)))
         return float(value)
 
-    def _run(self, X, groups, num_iters, rng, validation=None, stage="train"):
-        """PPA iterations from M = I; returns (M, best_iteration, history)."""
-        d = X.shape[1]
+    def _run(self, take, d, groups, num_iters, rng, validation=None, stage="train"):
+        """PPA iterations from M = I; returns (M, best_iteration, history). ``take(idx)``
+        gives the scaled float64 vectors of positions idx (one mini-batch at a time)."""
         s = min(int(self.batch_size), len(groups))
         M = np.eye(d)
         M_mean = np.zeros((d, d))
@@ -156,7 +174,7 @@ class _PPAMetric:
         since_best = 0
         for it in range(1, num_iters + 1):
             rows = ppa.sample_batch(groups, s, rng)
-            Xb = X[rows]
+            Xb = take(rows)
             Yb = Xb @ (U * np.sqrt(w))
             stats = self._batch(Xb, Yb)
             objective = self._objective(stats, w)
@@ -190,10 +208,19 @@ class _PPAMetric:
         pauc = metrics.pauc(tar, non, self.alpha, self.beta)
         return (pauc if self.criterion == "pauc" else -eer), eer, pauc
 
-    def fit(self, X, y):
-        """Learn M from vectors X (n x d) with speaker labels y (Alg. 1); returns self."""
+    def fit(self, X, y, rows=None):
+        """Learn M from vectors X (n x d) with speaker labels y (Alg. 1); returns self.
+
+        ``rows`` (optional): the rows of X to use, in this order (y labels those rows).
+        X is held as given (float32 as read is kept float32) and never copied whole: the
+        scale is computed in double from blocks, and each mini-batch (and the held-out set)
+        is gathered and upcast on its own, ``float64(x) * sqrt(factor)``, the same numbers a
+        float64 copy of the scaled table would hold.
+        """
         self.check_params()
-        X = self._check_data(X, y)
+        if rows is not None:
+            rows = np.asarray(rows, dtype=np.intp)
+        X = self._check_data(X, y, rows)
         y = np.asarray(y)
         labels, groups, skipped = group_by_speaker(y)
         self.num_skipped_speakers_ = skipped
@@ -202,16 +229,19 @@ class _PPAMetric:
             raise ValueError("need at least 2 speakers with >= 2 vectors each (found %d)"
                              % len(groups))
         if self.scale == "auto":
-            n = X.shape[0]
-            centred = X - X.mean(axis=0)
-            c2 = 2.0 * np.sum(centred * centred) / (n - 1)
+            c2 = 2.0 * _centred_sum_of_squares(X, rows) / (len(y) - 1)
             if not c2 > 0:
                 raise ValueError("all vectors are identical; cannot learn a metric")
             factor = 2.0 / c2
         else:
             factor = float(self.scale)
         self.scale_ = factor
-        Xs = X * math.sqrt(factor)
+        root = math.sqrt(factor)
+
+        def take(idx):
+            return X[idx if rows is None else rows[idx]].astype(np.float64) * root
+
+        d = X.shape[1]
         rng = np.random.default_rng(self.random_state)
         num_val = int(round(self.validation_fraction * len(groups)))
         self.history_ = []
@@ -224,17 +254,17 @@ class _PPAMetric:
                                    [len(r) for r in val_rows])
             a, b = np.triu_indices(val_labels.size, k=1)
             same = val_labels[a] == val_labels[b]
-            validation = (Xs[np.concatenate(val_rows)], (a[same], b[same], a[~same], b[~same]))
-            M, best_iter, history = self._run(Xs, train_groups, int(self.num_iters), rng,
+            validation = (take(np.concatenate(val_rows)), (a[same], b[same], a[~same], b[~same]))
+            M, best_iter, history = self._run(take, d, train_groups, int(self.num_iters), rng,
                                               validation, stage="validate")
             self.history_ += history
             self.best_iteration_ = best_iter
             self.best_validation_ = max(h["validation"] for h in history if "validation" in h)
             if self.refit:
-                M, _, history = self._run(Xs, groups, best_iter, rng, stage="refit")
+                M, _, history = self._run(take, d, groups, best_iter, rng, stage="refit")
                 self.history_ += history
         else:
-            M, best_iter, self.history_ = self._run(Xs, groups, int(self.num_iters), rng)
+            M, best_iter, self.history_ = self._run(take, d, groups, int(self.num_iters), rng)
             self.best_iteration_ = best_iter
         self.batch_size_ = min(int(self.batch_size), len(groups))
         self.metric_ = M * factor

@@ -10,6 +10,8 @@ enrollment and test vectors, never a loop over trials.
 
 import numpy as np
 
+from pauc_backend.models import blocked
+
 _LOG_2PI = np.log(2.0 * np.pi)
 
 
@@ -115,18 +117,33 @@ class PLDA:
         self.offset_ = -self.transform_ @ self.mean_
 
     # -- estimation ---------------------------------------------------------------------------
-    def fit(self, X, y):
+    def fit(self, X, y, rows=None):
         """Estimate by EM from vectors X (N x D) with class labels y (PldaEstimator::Estimate).
 
         Classes with one example are used (they inform the between-class covariance).
+        ``rows`` (optional): the rows of X to use, in this order (y then labels those rows),
+        so that a selection of a large table needs no copy of it. X is used as it is (float32
+        as read, or float64) and never copied whole: the class sums and the scatter about the
+        mean are accumulated in float64 a block of rows at a time (``models.blocked``), as
+        PldaStats accumulates them in double.
         """
-        X = _check_finite(X, "X", copy=True)
+        X = np.asarray(X)
+        if X.ndim != 2:
+            raise ValueError("X must be a 2-D array, got shape %s" % (X.shape,))
+        if not np.issubdtype(X.dtype, np.floating):
+            X = X.astype(np.float64)
+        if rows is not None:
+            rows = np.asarray(rows, dtype=np.intp)
+        bad = blocked.first_nonfinite(X, rows)
+        if bad is not None:
+            raise ValueError("X row %d contains NaN or Inf"
+                             % (bad if rows is None else rows[bad]))
+        num_examples, dim = blocked.num_rows(X, rows), X.shape[1]
         y = np.asarray(y)
-        if y.shape != (X.shape[0],):
-            raise ValueError("X has %d rows but y has %d labels" % (X.shape[0], y.size))
-        if X.shape[0] == 0:
+        if y.shape != (num_examples,):
+            raise ValueError("X has %d rows but y has %d labels" % (num_examples, y.size))
+        if num_examples == 0:
             raise ValueError("No stats accumulated, unable to estimate PLDA.")
-        num_examples, dim = X.shape
         if num_examples <= dim:
             raise ValueError("Number of training iVectors is not greater than their dimension, "
                              "unable to estimate PLDA.")
@@ -134,24 +151,22 @@ class PLDA:
             raise ValueError("--num-em-iters must be a non-negative integer, got %r"
                              % (self.num_em_iters,))
         _, label_index = np.unique(y, return_inverse=True)
+        label_index = label_index.reshape(-1)
         counts = np.bincount(label_index)
         if counts.size < 2:
             raise ValueError("Only one speaker (%d utterances): PLDA needs at least 2 speakers "
                              "to estimate the between-class variance" % num_examples)
         if np.all(counts == 1):
             raise ValueError("No speakers with multiple utterances, unable to estimate PLDA.")
-        from scipy import sparse  # imported here: the scoring tools never need it
 
         num_classes = counts.shape[0]
-        membership = sparse.csr_matrix((np.ones(num_examples), (label_index,
-                                        np.arange(num_examples))), shape=(num_classes,
-                                                                          num_examples))
-        class_means = (membership @ X) / counts[:, None]
+        sums, counts, _ = blocked.class_sums(X, rows, label_index, num_classes)
+        class_means = sums / counts[:, None]
         global_mean = class_means.sum(axis=0) / num_classes
         mean_offsets = class_means - global_mean
         # Scatter about the class means (Kaldi's offset_scatter_), from data centred on the mean.
-        X -= global_mean
-        offset_scatter = X.T @ X - (mean_offsets * counts[:, None]).T @ mean_offsets
+        offset_scatter = (blocked.centred_scatter(X, rows, global_mean)
+                          - (mean_offsets * counts[:, None]).T @ mean_offsets)
         if not np.trace(offset_scatter) > 0.0:
             raise ValueError("Degenerate data: the within-class scatter is zero (every "
                              "speaker's vectors are identical), so PLDA cannot be estimated")

@@ -3,16 +3,16 @@ dimension. One place, so each mistake gets the same ERROR line from every tool."
 
 from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import read_vector_table
-from pauc_backend.models.preprocessing import nonfinite_rows
+from pauc_backend.models.blocked import first_nonfinite
 
 
 def check_finite(keys, X, rspecifier, rows=None):
-    """KaldiError naming the first vector (row of ``X``; its key is ``keys[rows[i]]`` when
-    ``X`` holds the selected ``rows`` of the table) that contains NaN or Inf."""
-    bad = nonfinite_rows(X)
-    if bad.size:
-        first = int(bad[0])
-        key = keys[rows[first]] if rows is not None else keys[first]
+    """KaldiError naming the first vector that contains NaN or Inf, among the ``rows`` of the
+    table ``X`` (keys ``keys``; None: all rows). Checked in blocks, so no (n, D) boolean
+    temporary and no copy of the selection."""
+    bad = first_nonfinite(X, rows)
+    if bad is not None:
+        key = keys[bad] if rows is None else keys[rows[bad]]
         raise KaldiError("Vector %s in %s contains NaN or Inf" % (key, rspecifier))
 
 

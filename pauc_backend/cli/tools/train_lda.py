@@ -7,7 +7,8 @@ from pauc_backend.errors import KaldiError
 from pauc_backend.cli.framework.speaker_tables import read_utt2spk
 from pauc_backend.kaldi_io import read_vector_table, write_matrix
 from pauc_backend.models.lda import LDA
-from pauc_backend.models.preprocessing import nonfinite_rows, vector_norms
+from pauc_backend.cli.framework.vector_input import check_finite
+from pauc_backend.models.preprocessing import vector_norms
 
 USAGE = """
 Compute an LDA matrix for speaker vectors (as ivector-compute-lda).  Reads in vectors
@@ -17,6 +18,9 @@ dimension.  By default it will normalize so that the projected within-class cova
 is unit; --total-covariance-factor=1.0 normalizes the total covariance instead.
 Note: the transform we produce is actually an affine transform which will also set
 the global mean to zero (apply it with transform-vectors).
+Memory: the vectors are held once, as float (Kaldi holds them too, to subtract their mean);
+the mean and the total and between-class scatter are accumulated in double (as Kaldi's
+CovarianceStats) from blocks of rows, never from a double copy of the table.
 
 Usage:  train-lda [options] <vector-rspecifier> <utt2spk-rspecifier> <lda-matrix-out>
 e.g.:
@@ -68,17 +72,14 @@ def run(opts, args):
         raise KaldiError("Did not read any utterances from %s." % vector_rspecifier)
     log.log("Computing within-class covariance.")
     if rows is not None:
-        X, keys = X[rows], [keys[row] for row in rows]
-    bad = nonfinite_rows(X)
-    if bad.size:
-        raise KaldiError("Vector for utterance %s in %s contains NaN or infinity"
-                         % (keys[bad[0]], vector_rspecifier))
+        rows = np.asarray(rows, dtype=np.intp)
+    check_finite(keys, X, vector_rspecifier, rows)
     speaker_index = {}
     labels = np.fromiter((speaker_index.setdefault(spk, len(speaker_index)) for spk in speakers),
                          dtype=np.intp, count=len(speakers))
     try:
         lda = LDA(dim=opts.dim, total_covariance_factor=opts.total_covariance_factor,
-                  covariance_floor=opts.covariance_floor).fit(X, labels)
+                  covariance_floor=opts.covariance_floor).fit(X, labels, rows=rows)
     except ValueError as err:
         raise KaldiError("%s (vectors from %s, speakers from %s)"
                          % (err, vector_rspecifier, utt2spk_rspecifier)) from None

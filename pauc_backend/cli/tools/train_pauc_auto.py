@@ -132,8 +132,8 @@ def run(opts, args):
     if not speakers.rows.size:
         raise KaldiError("No speaker in %s has a vector in %s"
                          % (spk2utt_rspecifier, vector_rspecifier))
-    X = X[speakers.rows]
     check_finite(keys, X, vector_rspecifier, speakers.rows)
+    X = X[speakers.rows]
     labels = speakers.labels
     groups = None
     if opts.utt2group:

@@ -22,6 +22,11 @@ of iterations, then the metric is retrained on all speakers (--refit); --auto-tu
 margin, gamma, mu and eta the same way. Both are only meaningful if the preprocessing (LDA,
 PLDA) did not see the held-out speakers: otherwise they favour M = I.
 The metric is written as a double matrix (DM, d x d); score with score-pauc-trials.
+Memory: the vectors are held once, as float (as read); each mini-batch (s speakers x 2
+vectors) and the held-out set are gathered and converted to double on their own, and the
+scale is computed in double from blocks. M, its eigenvectors and the running mean are
+d x d doubles (three or four of them: 6 MB each at d = 512); the batch's pair arrays are
+O(s^2).
 
 Usage: train-pauc-metric [options] <spk2utt-rspecifier> <vector-rspecifier> <metric-wxfilename>
 e.g.: train-pauc-metric --write-transform=exp/metric.mat ark:data/train/spk2utt ark:exp/train_latent.ark exp/metric
@@ -127,7 +132,6 @@ def run(opts, args):
     if not rows.size:
         raise KaldiError("No speaker in %s has a vector in %s"
                          % (spk2utt_rspecifier, vector_rspecifier))
-    X = X[rows]
     check_finite(keys, X, vector_rspecifier, rows)
     kept, _, num_single = group_by_speaker(labels)
     if num_single:
@@ -145,9 +149,9 @@ def run(opts, args):
                                      kept.size, num_single))
     if opts.auto_tune:
         from pauc_backend.models.autotune import auto_tune
-        best = auto_tune(model, X, labels, opts.auto_tune_trials, log=log.log)
+        best = auto_tune(model, X, labels, opts.auto_tune_trials, log=log.log, rows=rows)
         model.set_params(**best)
-    model.fit(X, labels)
+    model.fit(X, labels, rows=rows)
     progress.close()
     if opts.validation_fraction > 0 and hasattr(model, "best_validation_"):
         log.log("Best held-out %s at iteration %d (%s)%s" % (

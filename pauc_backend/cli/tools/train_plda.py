@@ -13,6 +13,10 @@ USAGE = """
 Computes a Plda object (for Probabilistic Linear Discriminant Analysis)
 from a set of vectors.  Uses speaker information from a spk2utt file
 to compute within and between class variances (as ivector-compute-plda).
+Memory: the vectors are held once, as float (the table as read, like Kaldi's holder); the
+class sums and the scatter about the mean are accumulated in double a block of rows at a
+time (as Kaldi's PldaStats accumulates in double), and the E-M runs on D x D and
+per-speaker statistics only.
 
 Usage:  train-plda [options] <spk2utt-rspecifier> <vector-rspecifier> <plda-out>
 e.g.:
@@ -37,10 +41,11 @@ def run(opts, args):
     tool.log.log("Accumulated stats from %d speakers (%d with no utterances), consisting of "
                  "%d utterances (%d absent from input)."
                  % (num_spk_done, num_spk_err, rows.size, num_utt_err))
-    X = X[rows] if rows.size else np.zeros((0, X.shape[1] if X.ndim == 2 else 0))
+    if not rows.size:
+        X, rows = np.zeros((0, X.shape[1] if X.ndim == 2 else 0)), None
     check_finite(keys, X, vector_rspecifier, rows)
     try:
-        plda = PLDA(num_em_iters=opts.num_em_iters).fit(X, labels)
+        plda = PLDA(num_em_iters=opts.num_em_iters).fit(X, labels, rows=rows)
     except ValueError as err:
         raise KaldiError("%s (vectors from %s, speakers from %s)"
                          % (err, vector_rspecifier, spk2utt_rspecifier)) from None
