@@ -239,11 +239,11 @@ class AutoBackend:
         """Fill fold_scores_ for ``systems`` at ``dims`` (in n_jobs processes if > 1)."""
         tasks = [(dim, k) for dim in dims for k in range(self.num_folds)]
         if int(self.n_jobs) > 1 and len(tasks) > 1:
-            import multiprocessing
+            from pauc_backend.workers import fork_pool
             global _SHARED
             _SHARED = (self, X, y, vec_fold, trials, systems)
             try:
-                with multiprocessing.get_context("fork").Pool(int(self.n_jobs)) as pool:
+                with fork_pool(int(self.n_jobs)) as pool:
                     results = pool.map(_fold_task, tasks)
             finally:
                 _SHARED = None
