@@ -69,13 +69,16 @@ class AutoBackend:
         utterance-vs-utterance held-out trials, N for enrollment by the mean of N vectors.
     fusion_prior / fusion_regularization: LinearFusion's prior and L2 penalty.
     log: a callable taking one line, or None.
+    max_trials: held-out trials per fold at most (None: all); beyond it the targets are kept
+        and the non-targets sampled in per-speaker quotas (models.crossfit, which states the
+        variance this adds to the held-out pAUC).
     """
 
     def __init__(self, lda_dims=(100, 150, 200), candidates=DEFAULT_CANDIDATES, num_folds=5,
                  enroll_utts=0, alpha=0.0, beta=0.01, metric_params=None, fusion_prior=0.01,
                  fusion_regularization=1e-6, max_utts_per_speaker=None,
                  max_fusion_trials=300000, lda_selection="cheap", asnorm_top_n=100, n_jobs=1,
-                 random_state=0, log=None):
+                 random_state=0, log=None, max_trials=3000000):
         self.lda_dims = lda_dims
         self.candidates = candidates
         self.num_folds = num_folds
@@ -92,6 +95,7 @@ class AutoBackend:
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.log = log
+        self.max_trials = max_trials
 
     # -- helpers that tests may override -----------------------------------------------------
     def _make_pipeline(self, lda_dim, systems, seed):
@@ -170,7 +174,8 @@ class AutoBackend:
         for k in range(self.num_folds):
             rows = np.flatnonzero(vec_fold == k)
             t = HeldOutTrials(y, rows, int(self.enroll_utts), groups,
-                              self.max_utts_per_speaker, self.random_state + 1000 + k)
+                              self.max_utts_per_speaker, self.random_state + 1000 + k,
+                              max_trials=self.max_trials)
             if t.num_target < 1 or t.num_nontarget < 1:
                 raise ValueError(
                     "fold %d of %d has %d target and %d non-target held-out trials: too few "
@@ -180,7 +185,9 @@ class AutoBackend:
             trials.append(t)
         self._log("Cross-fitting: %d speakers in %d folds, held-out trials per fold: %s"
                   % (speakers.size, self.num_folds, ", ".join(
-                      "%d (%d target)" % (t.is_target.size, t.num_target) for t in trials)))
+                      "%d (%d target%s)" % (t.is_target.size, t.num_target,
+                                            ", sampled" if t.sampled else "")
+                      for t in trials)))
 
         # Held-out scores: (fold, dim) -> {system: column}. With lda_selection="cheap" the
         # dimensions are first compared with the cheap systems (PLDA, cosine) only; the
@@ -232,11 +239,11 @@ class AutoBackend:
         """Fill fold_scores_ for ``systems`` at ``dims`` (in n_jobs processes if > 1)."""
         tasks = [(dim, k) for dim in dims for k in range(self.num_folds)]
         if int(self.n_jobs) > 1 and len(tasks) > 1:
-            import multiprocessing
+            from pauc_backend.workers import fork_pool
             global _SHARED
             _SHARED = (self, X, y, vec_fold, trials, systems)
             try:
-                with multiprocessing.get_context("fork").Pool(int(self.n_jobs)) as pool:
+                with fork_pool(int(self.n_jobs)) as pool:
                     results = pool.map(_fold_task, tasks)
             finally:
                 _SHARED = None

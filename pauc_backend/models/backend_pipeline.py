@@ -86,11 +86,11 @@ class BackendPipeline:
         if "pauc_latent" in bases:
             jobs.append(("pauc_latent", self.plda_.transform(normalize_length(Z)[0], 1)[0]))
         if int(n_jobs) > 1 and len(jobs) > 1:
-            import multiprocessing
+            from pauc_backend.workers import fork_pool
             global _SHARED
             _SHARED = (self, y, jobs)
             try:
-                with multiprocessing.get_context("fork").Pool(len(jobs)) as pool:
+                with fork_pool(len(jobs)) as pool:
                     fitted = pool.map(_fit_metric, range(len(jobs)))
             finally:
                 _SHARED = None
