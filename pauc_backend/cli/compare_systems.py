@@ -27,7 +27,7 @@ their own speaker), as they should be when one speaker has several enrollment mo
 test segments.
 
 Usage: compare-systems [options] <scores-A> <scores-B> <trials>
-e.g.: compare-systems --utt2spk=ark:data/test/utt2spk exp/scores/plda exp/scores/pauc_auto data/trials
+e.g.: compare-systems --utt2spk=ark:data/test/utt2spk exp/scores/{plda,pauc_auto} data/trials
 """
 
 tool = Tool("compare-systems", USAGE)
