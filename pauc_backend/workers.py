@@ -1,6 +1,6 @@
 """Forked worker pools that end quietly (issue 17).
 
-A worker forked from a tool inherits the tool's signal handlers (``cli.entry`` makes SIGTERM
+A worker forked from a tool inherits the tool's signal handlers (``cli.framework.entry`` makes SIGTERM
 and SIGHUP raise, to unwind and remove half-written outputs). ``multiprocessing.Pool`` stops
 its workers with SIGTERM -- at the end of every ``with Pool()`` block and when the parent is
 interrupted -- so each worker printed a Python traceback. Here the workers exit on

@@ -34,7 +34,8 @@ import numpy as np
 from pauc_backend.metrics.weighted import SortedTrials
 
 __all__ = ["cluster_codes", "resample_multiplicities", "bootstrap_statistics",
-           "percentile_intervals", "confidence_summary", "ClusterBootstrap"]
+           "percentile_intervals", "confidence_summary", "ClusterBootstrap",
+           "paired_bootstrap_statistics", "paired_summary"]
 
 
 def cluster_codes(labels):
@@ -110,15 +111,34 @@ class ClusterBootstrap:
 def bootstrap_statistics(boot, num_resamples, seed=0, p_targets=(0.01,), alpha=0.0, beta=0.01,
                          c_miss=1.0, c_fa=1.0, workers=2):
     """(num_resamples, 3 + len(p_targets)) array: eer, pauc, auc, min_dcf per prior."""
+    return paired_bootstrap_statistics([boot], num_resamples, seed, p_targets, alpha, beta,
+                                       c_miss, c_fa, workers)[0]
+
+
+def paired_bootstrap_statistics(boots, num_resamples, seed=0, p_targets=(0.01,), alpha=0.0,
+                                beta=0.01, c_miss=1.0, c_fa=1.0, workers=2):
+    """``bootstrap_statistics`` of several systems scored on the SAME trials (one
+    ClusterBootstrap each, built with the same enrollment and test clusters): each resample's
+    multiplicities (a, b) are drawn once and applied to every system, so the differences
+    between systems are paired. Returns one (num_resamples, 3 + len(p_targets)) array per
+    system; the first equals ``bootstrap_statistics`` of that system alone."""
     p_targets = list(p_targets)
+    first = boots[0]
+    for other in boots[1:]:
+        if (other.num_enroll, other.num_test) != (first.num_enroll, first.num_test) or not (
+                np.array_equal(other.enroll_code, first.enroll_code)
+                and np.array_equal(other.test_code, first.test_code)):
+            raise ValueError("paired bootstrap: the systems' trials have different clusters")
     rngs = _generators(seed, num_resamples)
-    stats = np.empty((num_resamples, 3 + len(p_targets)))
+    all_stats = [np.empty((num_resamples, 3 + len(p_targets))) for _ in boots]
 
     def work(rows):
-        buffers = boot.workspace()
+        buffers = [boot.workspace() for boot in boots]
         for r in rows:
-            a, b = _draw(rngs[r], boot.num_enroll, boot.num_test)
-            stats[r] = boot.statistics(a, b, p_targets, alpha, beta, c_miss, c_fa, buffers)
+            a, b = _draw(rngs[r], first.num_enroll, first.num_test)
+            for boot, stats, work_space in zip(boots, all_stats, buffers):
+                stats[r] = boot.statistics(a, b, p_targets, alpha, beta, c_miss, c_fa,
+                                           work_space)
 
     chunks = [range(start, num_resamples, max(1, workers)) for start in range(max(1, workers))]
     if workers > 1 and num_resamples > 1:
@@ -126,7 +146,7 @@ def bootstrap_statistics(boot, num_resamples, seed=0, p_targets=(0.01,), alpha=0
             list(pool.map(work, chunks))
     else:
         work(range(num_resamples))
-    return stats
+    return all_stats
 
 
 def percentile_intervals(stats, level=0.95):
@@ -156,3 +176,42 @@ def confidence_summary(stats, level):
     return {"level": float(level), "resamples": int(stats.shape[0]),
             "eer": pair(0), "pauc": pair(1), "auc": pair(2),
             "min_dcf": [pair(col) for col in range(3, stats.shape[1])]}, used
+
+
+def paired_summary(stats_a, stats_b, point_a, point_b, p_targets, level=0.95):
+    """Paired comparison of system B against A from ``paired_bootstrap_statistics``.
+
+    For each metric (eer, each min_dcf, pauc, auc): the point values of A and B (``point_*``:
+    the full-list figures, arrays in the statistics' column order), the relative difference
+    (B - A) / A, its percentile interval over the resamples where both are defined, and the
+    share of those resamples in which B is better (lower EER / minDCF, higher pAUC / AUC;
+    a tie counts one half). Returns a list of dicts, one per metric.
+    """
+    stats_a = np.asarray(stats_a, dtype=np.float64)
+    stats_b = np.asarray(stats_b, dtype=np.float64)
+    q = [(1 - level) / 2, (1 + level) / 2]
+    columns = [("eer", 0, False)] + [("min_dcf", 3 + i, False) for i in range(len(p_targets))]
+    columns += [("pauc", 1, True), ("auc", 2, True)]
+    out = []
+    for name, col, higher in columns:
+        a, b = stats_a[:, col], stats_b[:, col]
+        ok = ~np.isnan(a) & ~np.isnan(b)
+        item = {"metric": name, "a": float(point_a[col]), "b": float(point_b[col]),
+                "resamples": int(ok.sum())}
+        if name == "min_dcf":
+            item["p_target"] = float(p_targets[col - 3])
+        item["relative"] = (float(point_b[col] / point_a[col] - 1.0) if point_a[col] else
+                            None)
+        a, b = a[ok], b[ok]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rel = b / a - 1.0
+        rel = rel[np.isfinite(rel)]
+        item["interval"] = [float(v) for v in np.quantile(rel, q)] if rel.size else None
+        if a.size:
+            better = (b > a) if higher else (b < a)
+            item["b_better"] = float((np.count_nonzero(better)
+                                      + 0.5 * np.count_nonzero(b == a)) / a.size)
+        else:
+            item["b_better"] = None
+        out.append(item)
+    return out

@@ -8,20 +8,29 @@ speakers, built like the evaluation's (models.crossfit). Every candidate is then
 mean held-out pAUC[alpha, beta] over the folds (the paper's criterion, eq. 5; EER and
 minDCF(0.01) are reported beside it):
 
-* each single system (cosine, PLDA, pAUCMetric length-norm, pAUCMetric PLDA-latent) at each
-  candidate LDA dimension (capped by the smallest fold's training speakers - 1 and the vector
-  dimension);
+* each single system (raw cosine, cosine, PLDA, discriminative PLDA, pAUCMetric length-norm,
+  pAUCMetric PLDA-latent) at each candidate LDA dimension (capped by the smallest fold's
+  training speakers - 1 and the vector dimension; 0 = no LDA, the full-dimension vectors).
+  Raw cosine (unit-length raw vectors: no mean, no LDA) depends on no dimension and is rated
+  once, as "no LDA";
 * linear fusions of two or more of them (BOSARIS LinearFusion, models.calibration), whose
   weights are themselves cross-fitted: the fusion scoring fold k is trained on the held-out
   scores of the other folds, so its figure is as honest as a single system's.
 
-Two cost/variance controls: with ``lda_selection="cheap"`` (default) the LDA dimensions are
-compared with the cheap systems (PLDA, cosine) only and the metrics are cross-fitted at the
-best of them; ``n_jobs`` runs the folds in forked processes (each fold is seeded, so the result
-does not depend on it). A member ``system:as`` is the system after AS-norm against the
-training speakers' means (models.backend_pipeline).
+Cost/variance controls: with ``lda_selection="cheap"`` (default) the LDA dimensions are
+compared with the cheap systems (PLDA, cosine) only and the metrics and the discriminative
+PLDA are cross-fitted at the best of them; ``n_jobs`` runs the folds in forked processes (each
+fold is seeded, so the result does not depend on it). A member ``system:as`` is the system
+after AS-norm against the training speakers' means (models.backend_pipeline). The
+discriminative PLDA's L2 weight is itself cross-fitted: every fold trains the whole path
+``dplda_lambdas`` and the lambda with the best mean held-out pAUC is the one every dplda
+candidate uses.
 
-The winner is retrained on all training speakers; its fusion (or, for one system, affine
+The kept candidate is not simply the best mean: ``selection="1se"`` (default) keeps the
+simplest candidate within one standard error (paired over folds) of the best
+(models.selection), so with few or out-of-domain training speakers the choice falls back to
+what generalises, typically raw cosine; the log and ``describe()`` say why. The kept
+candidate is retrained on all training speakers; its fusion (or, for one system, affine
 calibration) weights are learned on the pooled held-out scores of all folds. ``score``
 returns those fused/calibrated scores.
 """
@@ -30,7 +39,9 @@ import itertools
 
 import numpy as np
 
-from pauc_backend.models.backend_pipeline import SYSTEMS, BackendPipeline, base_system
+from pauc_backend.models import selection
+from pauc_backend.models.backend_pipeline import (DIM_FREE_SYSTEMS, DPLDA_LAMBDAS, PLDA_SYSTEMS,
+                                                  SYSTEMS, BackendPipeline, base_system)
 from pauc_backend.models.calibration import LinearFusion, SeparableScoresError
 from pauc_backend.models.crossfit import HeldOutTrials, speaker_folds, trial_figures
 
@@ -42,10 +53,20 @@ def _with_asnorm(name):
     return "+".join(part + ":as" for part in name.split("+"))
 
 
-DEFAULT_CANDIDATES = (("plda", "cosine", "pauc_lnorm", "pauc_latent") + _BASE_FUSIONS
+_DPLDA_FUSIONS = ("dplda+pauc_lnorm", "dplda+pauc_latent", "dplda+pauc_lnorm+pauc_latent")
+
+DEFAULT_CANDIDATES = (("cosine_raw", "cosine_raw:as", "plda", "cosine", "pauc_lnorm",
+                       "pauc_latent", "dplda") + _BASE_FUSIONS + _DPLDA_FUSIONS
                       + ("plda:as", "cosine:as", "pauc_lnorm:as", "pauc_latent:as")
                       + tuple(_with_asnorm(f) for f in _BASE_FUSIONS)
                       + ("plda+pauc_lnorm+pauc_latent+plda:as+pauc_lnorm:as+pauc_latent:as",))
+
+# 0 = no LDA; the others are capped by what the folds support (speakers - 1, vector dim).
+DEFAULT_LDA_DIMS = (0, 75, 100, 125, 150, 175, 200, 225, 250)
+
+
+def dim_label(dim):
+    return "none" if not dim else "%d" % dim
 
 
 def parse_candidate(name):
@@ -64,21 +85,30 @@ def parse_candidate(name):
 class AutoBackend:
     """Cross-fitted choice of back-end (see the module doc); scikit-learn style.
 
-    lda_dims: candidate LDA dimensions (each capped as described; duplicates after capping
-        are tried once). candidates: system names or '+'-joined fusions. enroll_utts: 0 for
-        utterance-vs-utterance held-out trials, N for enrollment by the mean of N vectors.
+    lda_dims: candidate LDA dimensions, 0 for none (each capped as described; duplicates
+        after capping are tried once). candidates: system names or '+'-joined fusions.
+        enroll_utts: 0 for utterance-vs-utterance held-out trials, N for enrollment by the
+        mean of N vectors. selection: "1se" or "best" (models.selection).
+    dplda_lambdas: the L2 weights of the discriminative PLDA tried by cross-fitting.
     fusion_prior / fusion_regularization: LinearFusion's prior and L2 penalty.
+    max_fusion_trials: held-out trials the kept candidate's fusion is trained on (non-targets
+        subsampled beyond it); max_rating_fusion_trials: the same for the cross-fitted
+        fusions that only RATE candidates (cheaper; 0 = no limit).
     log: a callable taking one line, or None.
     max_trials: held-out trials per fold at most (None: all); beyond it the targets are kept
         and the non-targets sampled in per-speaker quotas (models.crossfit, which states the
         variance this adds to the held-out pAUC).
     """
 
-    def __init__(self, lda_dims=(100, 150, 200), candidates=DEFAULT_CANDIDATES, num_folds=5,
+    def __init__(self, lda_dims=DEFAULT_LDA_DIMS, candidates=DEFAULT_CANDIDATES, num_folds=5,
                  enroll_utts=0, alpha=0.0, beta=0.01, metric_params=None, fusion_prior=0.01,
                  fusion_regularization=1e-6, max_utts_per_speaker=None,
-                 max_fusion_trials=300000, lda_selection="cheap", asnorm_top_n=100, n_jobs=1,
-                 random_state=0, log=None, max_trials=3000000):
+                 max_fusion_trials=300000, max_rating_fusion_trials=100000,
+                 lda_selection="cheap", asnorm_top_n=100, n_jobs=1,
+                 selection="1se", dplda_lambdas=DPLDA_LAMBDAS, random_state=0, log=None,
+                 max_trials=3000000):
+        self.selection = selection
+        self.dplda_lambdas = dplda_lambdas
         self.lda_dims = lda_dims
         self.candidates = candidates
         self.num_folds = num_folds
@@ -90,6 +120,7 @@ class AutoBackend:
         self.fusion_regularization = fusion_regularization
         self.max_utts_per_speaker = max_utts_per_speaker
         self.max_fusion_trials = max_fusion_trials
+        self.max_rating_fusion_trials = max_rating_fusion_trials
         self.lda_selection = lda_selection
         self.asnorm_top_n = asnorm_top_n
         self.n_jobs = n_jobs
@@ -102,7 +133,8 @@ class AutoBackend:
         return BackendPipeline(lda_dim=lda_dim, systems=systems,
                                metric_params=self.metric_params, alpha=self.alpha,
                                beta=self.beta, asnorm_top_n=self.asnorm_top_n,
-                               random_state=seed)
+                               enroll_utts=int(self.enroll_utts),
+                               dplda_lambdas=self.dplda_lambdas, random_state=seed)
 
     def _log(self, message):
         if self.log is not None:
@@ -111,11 +143,11 @@ class AutoBackend:
     def _fusion(self):
         return LinearFusion(prior=self.fusion_prior, regularization=self.fusion_regularization)
 
-    def _fit_fusion(self, scores, labels):
-        """LinearFusion on held-out scores; beyond ``max_fusion_trials`` the non-targets are
-        subsampled (seeded). The objective weights each class by 1/count, so a uniform
-        subsample of one class leaves it unbiased."""
-        limit = self.max_fusion_trials
+    def _fit_fusion(self, scores, labels, limit=None):
+        """LinearFusion on held-out scores; beyond ``max_fusion_trials`` (or ``limit``) the
+        non-targets are subsampled (seeded). The objective weights each class by 1/count, so
+        a uniform subsample of one class leaves it unbiased."""
+        limit = self.max_fusion_trials if limit is None else limit
         if limit and labels.size > limit:
             non = np.flatnonzero(~labels)
             keep_non = max(1, int(limit) - int(labels.sum()))
@@ -145,8 +177,12 @@ class AutoBackend:
         if not 0.0 <= self.alpha < self.beta <= 1.0:
             raise ValueError("need 0 <= alpha < beta <= 1 (got %g, %g)" % (self.alpha,
                                                                            self.beta))
-        if not len(self.lda_dims) or min(int(d) for d in self.lda_dims) < 1:
-            raise ValueError("lda_dims must be a non-empty list of positive dimensions")
+        if not len(self.lda_dims) or min(int(d) for d in self.lda_dims) < 0:
+            raise ValueError("lda_dims must be a non-empty list of dimensions (0: no LDA)")
+        if self.selection not in ("1se", "best"):
+            raise ValueError("selection must be '1se' or 'best' (got %r)" % self.selection)
+        if not len(self.dplda_lambdas) or min(float(v) for v in self.dplda_lambdas) < 0:
+            raise ValueError("dplda_lambdas must be a non-empty list of weights >= 0")
         names = list(self.candidates)
         if not names:
             raise ValueError("no candidate systems")
@@ -154,7 +190,7 @@ class AutoBackend:
 
     def fit(self, X, y, groups=None):
         """Cross-fit every candidate on raw training vectors X (n, D) with speaker labels y,
-        choose the best by held-out pAUC[alpha, beta], retrain it on all speakers."""
+        keep one by held-out pAUC[alpha, beta] (``selection``), retrain it on all speakers."""
         X, y, members = self._check(X, y, groups)
         needed = tuple(dict.fromkeys(m for mem in members.values() for m in mem))
         speakers, fold_of = speaker_folds(y, self.num_folds, self.random_state)
@@ -162,12 +198,13 @@ class AutoBackend:
         vec_fold = fold_of[spk_index]
         fold_train_spk = [int(np.count_nonzero(fold_of != k)) for k in range(self.num_folds)]
         cap = min(X.shape[1], min(fold_train_spk) - 1)
-        dims = sorted({min(int(d), cap) for d in self.lda_dims})
-        if cap < 1:
+        if cap < 1 and any(int(d) > 0 for d in self.lda_dims):
             raise ValueError("too few training speakers for LDA")
+        dims = sorted({min(int(d), cap) if int(d) > 0 else 0 for d in self.lda_dims})
         if any(int(d) > cap for d in self.lda_dims):
             self._log("LDA dimensions capped at %d (vector dimension %d; the smallest fold "
                       "trains on %d speakers)" % (cap, X.shape[1], min(fold_train_spk)))
+        self.num_speakers_ = int(speakers.size)
 
         # Held-out trials of each fold (independent of the LDA dimension).
         trials = []
@@ -191,52 +228,139 @@ class AutoBackend:
 
         # Held-out scores: (fold, dim) -> {system: column}. With lda_selection="cheap" the
         # dimensions are first compared with the cheap systems (PLDA, cosine) only; the
-        # metrics are then cross-fitted at the best dimension alone.
+        # metrics and the discriminative PLDA are then cross-fitted at the best dimension.
         self.fold_scores_ = {}
-        cheap = tuple(s for s in needed if base_system(s) in ("plda", "cosine"))
-        if self.lda_selection == "cheap" and len(dims) > 1 and len(cheap) < len(needed):
-            cheap = cheap or ("plda",)
-            self._cross_fit(X, y, vec_fold, trials, dims, cheap)
-            rated = self._rate_all({c: (c,) for c in cheap}, dims, trials, quiet=True)
-            best_dim = max(rated, key=lambda r: r["pauc"])["lda_dim"]
-            self._log("LDA %d has the best held-out pAUC of %s; the metrics are cross-fitted "
-                      "there" % (best_dim, "/".join(cheap)))
-            self._cross_fit(X, y, vec_fold, trials, [best_dim], needed)
-        elif self.lda_selection not in ("cheap", "all"):
+        self.dplda_lambda_ = None
+        cheap = tuple(s for s in needed if base_system(s) in ("plda", "cosine", "cosine_raw"))
+        if self.lda_selection not in ("cheap", "all"):
             raise ValueError("lda_selection must be 'cheap' or 'all' (got %r)"
                              % self.lda_selection)
+        if self.lda_selection == "cheap" and len(dims) > 1 and len(cheap) < len(needed):
+            if _dim_free(cheap):
+                cheap += ("plda",)
+            self._cross_fit(X, y, vec_fold, trials, dims, cheap)
+            rated = [r for r in self._rate_all({c: (c,) for c in cheap}, dims, trials,
+                                               quiet=True)
+                     if not _dim_free(parse_candidate(r["candidate"]))]
+            if not rated:
+                raise ValueError("PLDA and cosine could not be trained at any LDA dimension")
+            best_dim = self._metric_dim(rated, X.shape[1])
+            have = self.fold_scores_.get((0, best_dim), {})
+            self._cross_fit(X, y, vec_fold, trials, [best_dim],
+                            tuple(s for s in needed if s not in have))
         else:
             self._cross_fit(X, y, vec_fold, trials, dims, needed)
+        self._choose_dplda_lambda(trials)
         self.cv_results_ = self._rate_all(members, dims, trials)
         if not self.cv_results_:
             raise ValueError("no candidate could be rated")
-        best = max(range(len(self.cv_results_)),
-                   key=lambda i: (self.cv_results_[i]["pauc"], -i))
-        self.chosen_ = dict(self.cv_results_[best])
+        self._choose(X.shape[1])
         name, dim = self.chosen_["candidate"], self.chosen_["lda_dim"]
         self.members_ = members[name]
         self.lda_dim_ = dim
-        self._log("Chose %s with LDA %d: held-out pAUC[%g,%g] %.4f, EER %.2f%%, "
-                  "minDCF(0.01) %.4f" % (name, dim, self.alpha, self.beta,
-                                         self.chosen_["pauc"], 100 * self.chosen_["eer"],
-                                         self.chosen_["min_dcf"]))
 
         # Fusion/calibration weights on all held-out scores, then retrain on everything.
-        pooled = np.concatenate([self._columns(k, dim, self.members_)
+        score_dim = self.chosen_["score_dim"]
+        pooled = np.concatenate([self._columns(k, score_dim, self.members_)
                                  for k in range(self.num_folds)])
         self.heldout_labels_ = [t.is_target for t in trials]
         labels = np.concatenate(self.heldout_labels_)
         self.fusion_ = self._fit_fusion(pooled, labels)
         self.pipeline_ = self._make_pipeline(dim, self.members_, self.random_state)
+        if self.dplda_lambda_ is not None:          # only the cross-fitted lambda
+            self.pipeline_.dplda_lambdas = (self.dplda_lambda_,)
+            self.pipeline_.dplda_lambda = self.dplda_lambda_
         self.pipeline_.fit(X, y, n_jobs=self.n_jobs)
         self.n_features_in_ = X.shape[1]
         return self
+
+    def _metric_dim(self, rated, dim):
+        """The LDA dimension where the expensive systems are cross-fitted: that of the cheap
+        system kept by the selection rule among the cheap systems' ratings (with "1se", the
+        simplest dimension within one standard error of the best; models.selection)."""
+        complexity = [selection.trained_parameters(parse_candidate(r["candidate"]),
+                                                   r["lda_dim"], dim, self.num_speakers_)
+                      for r in rated]
+        kept, evidence = selection.choose(rated, complexity, self.selection)
+        best = rated[evidence["best"]]
+        row = rated[kept]
+        if kept == evidence["best"]:
+            self._log("LDA %s: %s has the best held-out pAUC of the cheap systems (%.4f); "
+                      "the other systems are cross-fitted there"
+                      % (dim_label(row["lda_dim"]), row["candidate"], row["pauc"]))
+        else:
+            diff, se = selection.paired(rated, evidence["best"], kept)
+            self._log("LDA %s: %s (%.4f) is the simplest of the cheap systems within one "
+                      "standard error of the best, %s at LDA %s (%.4f, %.4f +- %.4f better); "
+                      "the other systems are cross-fitted there"
+                      % (dim_label(row["lda_dim"]), row["candidate"], row["pauc"],
+                         best["candidate"], dim_label(best["lda_dim"]), best["pauc"], diff,
+                         se))
+        return row["lda_dim"]
+
+    def _choose(self, dim):
+        """chosen_ from cv_results_ by the selection rule, with the reasons logged."""
+        rows = self.cv_results_
+        complexity = [selection.trained_parameters(parse_candidate(r["candidate"]),
+                                                   r["lda_dim"], dim, self.num_speakers_)
+                      for r in rows]
+        chosen, evidence = selection.choose(rows, complexity, self.selection)
+        self.chosen_ = dict(rows[chosen])
+        reference = next((i for i, r in enumerate(rows) if r["candidate"] == "cosine_raw"),
+                         None)
+
+        def label(i):
+            return "%s (LDA %s)" % (rows[i]["candidate"], dim_label(rows[i]["lda_dim"]))
+
+        lines, self.reason_lines_ = selection.describe_choice(rows, chosen, evidence, label,
+                                                              reference)
+        self._log("Chose %s with LDA %s: held-out pAUC[%g,%g] %.4f, EER %.2f%%, "
+                  "minDCF(0.01) %.4f" % (self.chosen_["candidate"],
+                                         dim_label(self.chosen_["lda_dim"]), self.alpha,
+                                         self.beta, self.chosen_["pauc"],
+                                         100 * self.chosen_["eer"], self.chosen_["min_dcf"]))
+        for line in lines:
+            self._log(line)
+
+    def _choose_dplda_lambda(self, trials):
+        """Pick the discriminative PLDA's lambda by mean held-out pAUC of dplda alone at the
+        dimension where it was cross-fitted; alias its columns as "dplda" (and ":as")."""
+        keys = sorted({key for key, cols in self.fold_scores_.items()
+                       if any(name.startswith("dplda@") for name in cols)})
+        for dim in sorted({d for _, d in keys}):
+            cols = self.fold_scores_[0, dim]
+            lambdas = sorted({float(n.split("@")[1]) for n in cols if n.startswith("dplda@")},
+                             reverse=True)
+            rated = []
+            for lam in lambdas:
+                per_fold = [trial_figures(self.fold_scores_[k, dim]["dplda@%r" % lam],
+                                          t.is_target, self.alpha, self.beta)
+                            for k, t in enumerate(trials)]
+                rated.append((float(np.mean([f["pauc"] for f in per_fold])), lam))
+                self._log("Held-out dplda lambda %-8g LDA %s: pAUC[%g,%g] %.4f  EER %.2f%%  "
+                          "minDCF(0.01) %.4f" % (lam, dim_label(dim), self.alpha, self.beta,
+                                                 rated[-1][0],
+                                                 100 * np.mean([f["eer"] for f in per_fold]),
+                                                 np.mean([f["min_dcf"] for f in per_fold])))
+            top = max(value for value, _ in rated)
+            best = next(lam for value, lam in rated if value == top)   # ties: larger lambda
+            self.dplda_lambda_ = best
+            self._log("Discriminative PLDA: lambda %g has the best held-out pAUC" % best)
+            for k in range(len(trials)):
+                cols = self.fold_scores_[k, dim]
+                for name in list(cols):
+                    if "@" in name and float(name.split("@")[1]) == best:
+                        cols[name.split("@")[0]] = cols[name]
+                for name in [n for n in cols if "@" in n]:
+                    del cols[name]
 
     def _columns(self, k, dim, mem):
         return np.stack([self.fold_scores_[k, dim][m] for m in mem], axis=1)
 
     def _cross_fit(self, X, y, vec_fold, trials, dims, systems):
         """Fill fold_scores_ for ``systems`` at ``dims`` (in n_jobs processes if > 1)."""
+        if not systems:
+            return
         tasks = [(dim, k) for dim in dims for k in range(self.num_folds)]
         if int(self.n_jobs) > 1 and len(tasks) > 1:
             from pauc_backend.workers import fork_pool
@@ -250,36 +374,87 @@ class AutoBackend:
         else:
             results = [self._fold_scores(X, y, vec_fold, trials, systems, dim, k)
                        for dim, k in tasks]
-        for (dim, k), scores in zip(tasks, results):
+        failed = {}
+        for (dim, k), (scores, errors) in zip(tasks, results):
             self.fold_scores_.setdefault((k, dim), {}).update(scores)
+            for what, err in errors:
+                failed.setdefault((dim, what), (k, err))
+        for (dim, what), (k, err) in sorted(failed.items()):
+            self._log("LDA %s: %s could not be trained (fold %d: %s); skipped"
+                      % (dim_label(dim), what, k + 1, err))
         for dim in dims:
-            self._log("Cross-fitted %s at LDA %d on %d folds"
-                      % (", ".join(systems), dim, self.num_folds))
+            self._log("Cross-fitted %s at LDA %s on %d folds"
+                      % (", ".join(systems), dim_label(dim), self.num_folds))
 
     def _fold_scores(self, X, y, vec_fold, trials, systems, dim, k):
-        """Train on every fold but k, score fold k's held-out trials: {system: scores}."""
+        """Train on every fold but k, score fold k's held-out trials: ({system: scores},
+        [(systems, error)] of what could not be trained). Systems needing the PLDA are
+        dropped together when it cannot be estimated (e.g. more dimensions than vectors);
+        the discriminative PLDA gives one column per lambda, "dplda@<lambda>"."""
         train_rows = np.flatnonzero(vec_fold != k)
-        pipe = self._make_pipeline(dim, systems, self.random_state + k)
-        pipe.fit(X[train_rows], y[train_rows])
+        errors = []
+        pipe = None
+        # what remains without the PLDA, then without the LDA (raw cosine needs neither)
+        attempts = [systems]
+        for keep in (lambda s: base_system(s) not in PLDA_SYSTEMS, lambda s: _dim_free((s,))):
+            fewer = tuple(s for s in attempts[-1] if keep(s))
+            if fewer and fewer != attempts[-1]:
+                attempts.append(fewer)
+        for attempt in attempts:
+            pipe = self._make_pipeline(dim, attempt, self.random_state + k)
+            try:
+                pipe.fit(X[train_rows], y[train_rows])
+                break
+            except (ValueError, np.linalg.LinAlgError) as err:
+                lost = [s for s in attempt if base_system(s) in PLDA_SYSTEMS]
+                if not lost or err.__class__ is not ValueError or "PLDA" not in str(err):
+                    lost = [s for s in attempt if not _dim_free((s,))] or attempt
+                errors.append((", ".join(lost), str(err)))
+                pipe = None
+        if pipe is None:
+            return {}, errors
         t = trials[k]
         fe = pipe.features(t.enroll_vectors(X), t.num_utts)
         ft = pipe.features(X[t.test_rows], 1)
         scores = pipe.score(fe, ft, t.enroll_index, t.test_index, t.num_utts)
-        return {system: scores[:, j] for j, system in enumerate(systems)}
+        out = {}
+        for j, system in enumerate(pipe.systems):
+            if base_system(system) != "dplda":
+                out[system] = scores[:, j]
+        dplda = tuple(s for s in pipe.systems if base_system(s) == "dplda")
+        if dplda:                       # the same pipeline, scoring with each lambda's model
+            pipe.systems = dplda
+            for lam in sorted(pipe.dplda_):
+                pipe.dplda_lambda = lam
+                fe = pipe.features(t.enroll_vectors(X), t.num_utts)
+                ft = pipe.features(X[t.test_rows], 1)
+                cols = pipe.score(fe, ft, t.enroll_index, t.test_index, t.num_utts)
+                for j, system in enumerate(dplda):
+                    out["%s@%r" % (system, lam)] = cols[:, j]
+        return out, errors
 
     def _rate_all(self, members, dims, trials, quiet=False):
-        """Held-out figures of every candidate whose systems were cross-fitted at a dim."""
+        """Held-out figures of every candidate whose systems were cross-fitted at a dim on
+        every fold. A candidate of dimension-free systems only (raw cosine) is rated once,
+        at the first dim that has it, and reported as "no LDA" (lda_dim 0)."""
         results = []
+        done = set()
         for dim in dims:
-            have = self.fold_scores_.get((0, dim), {})
             for name, mem in members.items():
-                if not all(m in have for m in mem):
+                if not all(m in self.fold_scores_.get((k, dim), {}) for m in mem
+                           for k in range(self.num_folds)):
                     continue
+                dim_free = _dim_free(mem)
+                if dim_free and name in done:
+                    continue
+                done.add(name)
                 per_fold = self._rate(dim, mem, trials)
                 if per_fold is None:
-                    self._log("Candidate %s, LDA %d: fusion failed, skipped" % (name, dim))
+                    self._log("Candidate %s, LDA %s: fusion failed, skipped"
+                              % (name, dim_label(dim)))
                     continue
-                row = {"candidate": name, "lda_dim": dim, "folds": per_fold}
+                row = {"candidate": name, "lda_dim": 0 if dim_free else dim,
+                       "score_dim": dim, "folds": per_fold}
                 for key in ("pauc", "pauc_001", "eer", "min_dcf"):
                     row[key] = float(np.mean([f[key] for f in per_fold]))
                 results.append(row)
@@ -287,10 +462,10 @@ class AutoBackend:
                     continue
                 extra = ("" if (self.alpha, self.beta) == (0.0, 0.01)
                          else "  pAUC[0,0.01] %.4f" % row["pauc_001"])
-                self._log("Held-out %-36s LDA %3d: pAUC[%g,%g] %.4f  EER %.2f%%  "
+                self._log("Held-out %-36s LDA %4s: pAUC[%g,%g] %.4f  EER %.2f%%  "
                           "minDCF(0.01) %.4f%s"
-                          % (name, dim, self.alpha, self.beta, row["pauc"], 100 * row["eer"],
-                             row["min_dcf"], extra))
+                          % (name, dim_label(row["lda_dim"]), self.alpha, self.beta,
+                             row["pauc"], 100 * row["eer"], row["min_dcf"], extra))
         return results
 
     def _rate(self, dim, mem, trials):
@@ -303,7 +478,9 @@ class AutoBackend:
                 train = np.concatenate([self._columns(j, dim, mem) for j in others])
                 labels = np.concatenate([trials[j].is_target for j in others])
                 try:
-                    fused = self._fit_fusion(train, labels).transform(scores)
+                    fused = self._fit_fusion(train, labels, min(
+                        self.max_rating_fusion_trials or np.inf,
+                        self.max_fusion_trials or np.inf)).transform(scores)
                 except (SeparableScoresError, ValueError):
                     return None
             else:
@@ -347,17 +524,27 @@ class AutoBackend:
                                    enroll_rows, test_rows, num_utts)
 
     def describe(self):
-        """A short text description of the chosen system and its cross-fitted figures."""
-        lines = ["system %s" % "+".join(self.members_), "lda_dim %d" % self.lda_dim_,
+        """A short text description of the chosen system, its cross-fitted figures and why it
+        was kept (models.selection)."""
+        lines = ["system %s" % "+".join(self.members_), "lda_dim %s" % dim_label(self.lda_dim_),
                  "fusion_weights %s" % " ".join("%.6g" % w for w in self.fusion_.weights_),
                  "fusion_offset %.6g" % self.fusion_.offset_,
                  "alpha %g" % self.alpha, "beta %g" % self.beta,
                  "num_folds %d" % self.num_folds, "enroll_utts %d" % self.enroll_utts,
                  "seed %d" % self.random_state,
                  "asnorm_top_n %d" % self.pipeline_.asnorm_top_n]
+        if "dplda" in {base_system(m) for m in self.members_}:
+            lines.append("dplda_lambda %g" % self.pipeline_.dplda_model().regularization)
         for key in ("pauc", "pauc_001", "eer", "min_dcf"):
             lines.append("heldout_%s %.6g" % (key, self.chosen_[key]))
+        lines += getattr(self, "reason_lines_", [])
         return "\n".join(lines) + "\n"
+
+
+def _dim_free(systems):
+    """True if none of ``systems`` depends on the mean or the LDA (raw cosine, with or
+    without AS-norm)."""
+    return all(base_system(s) in DIM_FREE_SYSTEMS for s in systems)
 
 
 _SHARED = None

@@ -1,11 +1,19 @@
 """One whole classical + pAUCMetric back-end, trained from raw vectors (numpy, no files).
 
 The pipeline is recipes/etri's (egs/sre16/v2 without adaptation): subtract the training mean,
-LDA (Kaldi's ivector-compute-lda), then
+LDA (Kaldi's ivector-compute-lda; ``lda_dim=0``: no LDA, the identity), then
 
+* ``cosine_raw``:  unit-length RAW vectors (no mean, no LDA), dot product: what a user of
+                   neural embeddings already has (score-cosine-trials --normalize=true);
 * ``cosine``:      unit-length LDA vectors, dot product (ivector-compute-dot-products);
 * ``plda``:        length-normalised (sqrt(dim)) LDA vectors, Kaldi PLDA LLR with num_utts
                    (ivector-plda-scoring);
+* ``dplda``:       discriminative PLDA (models.discriminative_plda): the full quadratic form
+                   of the PLDA score on the same latent vectors, fine-tuned from the PLDA by
+                   prior-weighted logistic regression on trials among the training vectors
+                   (enrollments of ``enroll_utts`` vectors, as the evaluation's), one model
+                   per L2 weight in ``dplda_lambdas`` (a warm-started path; ``dplda_lambda``
+                   picks the one that scores);
 * ``pauc_lnorm``:  pAUCMetric (paper Alg. 1) on the unit-length LDA vectors ("length-norm");
 * ``pauc_latent``: pAUCMetric on the PLDA latent vectors (Plda::TransformIvector with
                    num_utts, the paper's "PLDA-based" preprocessing, Section V-B).
@@ -21,13 +29,20 @@ matters, i.e. for PLDA), with the ``asnorm_top_n`` highest cohort scores of each
 
 import numpy as np
 
+from pauc_backend.models.discriminative_plda import (DiscriminativePLDA, plda_quadratic_form,
+                                                     sample_training_trials)
 from pauc_backend.models.lda import LDA
 from pauc_backend.models.metric_learning import PaucMetric, metric_factor
 from pauc_backend.models.plda import PLDA
 from pauc_backend.models.preprocessing import normalize_length
 from pauc_backend.models.score_norm import blockwise_cohort_statistics, normalize_scores
 
-SYSTEMS = ("cosine", "plda", "pauc_lnorm", "pauc_latent")
+SYSTEMS = ("cosine", "plda", "pauc_lnorm", "pauc_latent", "cosine_raw", "dplda")
+# Systems that need the PLDA (they fail together when it cannot be trained), and systems that
+# depend on neither the training mean nor the LDA.
+PLDA_SYSTEMS = ("plda", "pauc_latent", "dplda")
+DIM_FREE_SYSTEMS = ("cosine_raw",)
+DPLDA_LAMBDAS = (300.0, 100.0, 30.0, 10.0)
 NORMS = ("as",)
 
 
@@ -51,8 +66,12 @@ class BackendPipeline:
     """
 
     def __init__(self, lda_dim=100, systems=SYSTEMS, metric_params=None, alpha=0.0,
-                 beta=0.01, asnorm_top_n=100, random_state=0):
+                 beta=0.01, asnorm_top_n=100, enroll_utts=0, dplda_lambdas=DPLDA_LAMBDAS,
+                 dplda_lambda=None, random_state=0):
         self.lda_dim = lda_dim
+        self.enroll_utts = enroll_utts
+        self.dplda_lambdas = dplda_lambdas
+        self.dplda_lambda = dplda_lambda
         self.asnorm_top_n = asnorm_top_n
         self.systems = systems
         self.metric_params = metric_params
@@ -75,11 +94,17 @@ class BackendPipeline:
         # float32, as compute-vector-mean writes it and subtract-vector-mean applies it
         self.mean_ = X.astype(np.float64).mean(axis=0).astype(np.float32)
         centred = X - self.mean_
-        self.lda_ = LDA(dim=int(self.lda_dim)).fit(centred, y)
+        if int(self.lda_dim) > 0 and bases - set(DIM_FREE_SYSTEMS):
+            self.lda_ = LDA(dim=int(self.lda_dim)).fit(centred, y)
+        else:
+            self.lda_ = identity_lda(X.shape[1])
         Z = self.lda_.transform(centred)
         self.plda_ = None
-        if {"plda", "pauc_latent"} & bases:
+        if set(PLDA_SYSTEMS) & bases:
             self.plda_ = PLDA().fit(normalize_length(Z)[0], y)
+        self.dplda_ = {}
+        if "dplda" in bases:
+            self._fit_dplda(X, y)
         jobs = []
         if "pauc_lnorm" in bases:
             jobs.append(("pauc_lnorm", normalize_length(Z, scaleup=False)[0]))
@@ -109,9 +134,37 @@ class BackendPipeline:
     def _bases(self):
         return {base_system(s) for s in self.systems}
 
+    def _fit_dplda(self, X, y):
+        """The discriminative PLDA path over ``dplda_lambdas`` (largest first, each fit
+        warm-started from the previous one) on a seeded grid of training trials."""
+        n = int(self.enroll_utts)
+        sets, test_rows, valid, is_target = sample_training_trials(
+            y, n, random_state=self.random_state + 17)
+        test = self._base_features(X[test_rows], 1, {"plda"})["plda"]
+        if n == 0:
+            enroll = test
+        else:
+            means = X[sets].astype(np.float64).mean(axis=1).astype(np.float32)
+            enroll = self._base_features(means, n, {"plda"})["plda"]
+        init = plda_quadratic_form(self.plda_, max(1, n))
+        previous = None
+        for lam in sorted({float(v) for v in self.dplda_lambdas}, reverse=True):
+            previous = DiscriminativePLDA(regularization=lam).fit(
+                enroll, test, valid, is_target, init, symmetric=(n == 0), start=previous)
+            self.dplda_[lam] = previous
+
+    def dplda_model(self):
+        """The discriminative PLDA that scores: the one of ``dplda_lambda``, or of the
+        largest lambda when that is None."""
+        lam = max(self.dplda_) if self.dplda_lambda is None else float(self.dplda_lambda)
+        if lam not in self.dplda_:
+            raise ValueError("no discriminative PLDA was trained with lambda %g (have %s)"
+                             % (lam, ", ".join("%g" % v for v in sorted(self.dplda_))))
+        return self.dplda_[lam]
+
     @classmethod
     def from_parts(cls, systems, mean, lda_affine, plda=None, metrics=None, cohort=None,
-                   cohort_counts=None, asnorm_top_n=100):
+                   cohort_counts=None, asnorm_top_n=100, dplda=None):
         """A fitted pipeline from stored pieces: the float32 mean, the LDA affine matrix
         [A | b] (transform.mat), a PLDA (models.plda.PLDA) and {system: Mahalanobis M}."""
         pipe = cls(lda_dim=np.asarray(lda_affine).shape[0], systems=tuple(systems),
@@ -124,6 +177,10 @@ class BackendPipeline:
         pipe.lda_ = LDA(dim=pipe.lda_dim)
         pipe.lda_.affine_matrix_ = np.asarray(lda_affine, dtype=np.float32)
         pipe.plda_ = plda
+        pipe.dplda_ = {}
+        if dplda is not None:
+            pipe.dplda_lambda = float(getattr(dplda, "regularization", 0.0))
+            pipe.dplda_ = {pipe.dplda_lambda: dplda}
         pipe.metrics_ = {}
         for name, M in (metrics or {}).items():
             metric = PaucMetric()
@@ -132,24 +189,31 @@ class BackendPipeline:
             pipe.metrics_[name] = metric
         bases = pipe._bases()
         missing = [s for s in bases if s.startswith("pauc") and s not in pipe.metrics_]
-        if missing or (pipe.plda_ is None and {"plda", "pauc_latent"} & bases):
+        if missing or (pipe.plda_ is None and set(PLDA_SYSTEMS) & bases):
             raise ValueError("stored back-end lacks the pieces of %s"
                              % ", ".join(missing or ["plda"]))
+        if "dplda" in bases and not pipe.dplda_:
+            raise ValueError("stored back-end lacks the discriminative PLDA")
         return pipe
 
     def _base_features(self, X, num_utts, bases):
         X = np.asarray(X, dtype=np.float32)
-        Z = self.lda_.transform(X - self.mean_)
         out = {}
+        if "cosine_raw" in bases:
+            out["cosine_raw"] = normalize_length(X, scaleup=False)[0].astype(np.float64)
+        if not bases - {"cosine_raw"}:
+            return out
+        Z = self.lda_.transform(X - self.mean_)
         unit = normalize_length(Z, scaleup=False)[0].astype(np.float64)
         if "cosine" in bases:
             out["cosine"] = unit
         if "pauc_lnorm" in bases:
             out["pauc_lnorm"] = self.metrics_["pauc_lnorm"].transform(unit)
-        if self.plda_ is not None and {"plda", "pauc_latent"} & bases:
+        if self.plda_ is not None and set(PLDA_SYSTEMS) & bases:
             U = self.plda_.transform(normalize_length(Z)[0], num_utts)[0]
-            if "plda" in bases:
-                out["plda"] = U
+            for name in ("plda", "dplda"):
+                if name in bases:
+                    out[name] = U
             if "pauc_latent" in bases:
                 out["pauc_latent"] = self.metrics_["pauc_latent"].transform(U)
         return out
@@ -183,7 +247,9 @@ class BackendPipeline:
     def _pair_scores(self, base, E, T, enroll_rows, test_rows, num_utts):
         if base == "plda":
             return self.plda_.score_pairs(E, T, enroll_rows, test_rows, num_utts)
-        if base == "cosine":
+        if base == "dplda":
+            return self.dplda_model().score_pairs(E, T, enroll_rows, test_rows)
+        if base in ("cosine", "cosine_raw"):
             return _row_dots(E, T, enroll_rows, test_rows)
         # -S = -(|a|^2 + |b|^2 - 2 a.b) in the metric's projected space
         qe = np.einsum("ij,ij->i", E, E)
@@ -211,6 +277,14 @@ class BackendPipeline:
             else:
                 out[:, col] = raw[base]
         return out
+
+
+def identity_lda(dim):
+    """An LDA object whose transform is the identity [I | 0] (``lda_dim=0``: no LDA); applied
+    by transform-vec it returns its input bit for bit."""
+    lda = LDA(dim=dim)
+    lda.affine_matrix_ = np.hstack([np.eye(dim), np.zeros((dim, 1))]).astype(np.float32)
+    return lda
 
 
 _SHARED = None

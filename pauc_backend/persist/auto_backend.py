@@ -2,8 +2,13 @@
 
     system.txt     what was chosen and its cross-fitted (held-out) figures, "key value" lines
     mean.vec       training mean of the raw vectors (float vector; ivector-subtract-global-mean)
-    transform.mat  LDA [A | b] (float matrix; transform-vec / ivector-transform)
+    transform.mat  LDA [A | b] (float matrix; transform-vec / ivector-transform); with
+                   "lda_dim none" in system.txt the identity [I | 0]
     plda           Kaldi <Plda> (ivector-plda-scoring), if a member system needs it
+    dplda          discriminative PLDA (models.discriminative_plda), if a member is dplda: one
+                   double matrix of 3d+1 rows x d, the blocks Q1 (enrollment quadratic), Q2
+                   (test quadratic), P (cross term) of s = e'Q1 e + t'Q2 t + 2 e'P t + c over
+                   the PLDA latent vectors, then the row [c 0 ... 0]
     metric_pauc_lnorm, metric_pauc_latent   pAUCMetric M (double matrix; score-pauc-trials)
     cohort.ark, cohort_num_utts.ark   AS-norm cohort: training speakers' raw mean vectors and
                    their sizes (as ivector-mean writes them), if a member system uses AS-norm
@@ -25,7 +30,8 @@ from pauc_backend.kaldi_io import read_matrix, read_plda, read_vector, write_mat
 from pauc_backend.kaldi_io import (read_int32_table, read_vector_table, write_int32_table,
                                    write_vector, write_vector_table)
 from pauc_backend.models.auto_backend import AutoBackend
-from pauc_backend.models.backend_pipeline import BackendPipeline, base_system
+from pauc_backend.models.backend_pipeline import PLDA_SYSTEMS, BackendPipeline, base_system
+from pauc_backend.models.discriminative_plda import DiscriminativePLDA
 from pauc_backend.models.plda import PLDA
 
 
@@ -49,6 +55,13 @@ def write_model_dir(path, model, binary=True, extra_lines=()):
         if pipe.plda_ is not None:
             write_plda(os.path.join(tmp, "plda"), pipe.plda_.mean_, pipe.plda_.transform_,
                        pipe.plda_.psi_, binary=binary)
+        if "dplda" in {base_system(s) for s in pipe.systems}:
+            dp = pipe.dplda_model()
+            offset = np.zeros((1, dp.dim))
+            offset[0, 0] = dp.offset_
+            write_matrix(os.path.join(tmp, "dplda"), np.vstack([dp.quad_enroll_, dp.quad_test_,
+                                                                dp.cross_, offset]),
+                         binary=binary)
         for name, metric in pipe.metrics_.items():
             write_matrix(os.path.join(tmp, "metric_" + name), metric.metric_, binary=binary)
         write_calibration(os.path.join(tmp, "fusion"), model.fusion_, binary=binary)
@@ -105,14 +118,21 @@ def read_model_dir(path):
     if affine.ndim != 2 or affine.shape[1] != mean.size + 1:
         raise KaldiError("%s/transform.mat has shape %s, expected (d, %d) for mean.vec of "
                          "dimension %d" % (path, affine.shape, mean.size + 1, mean.size))
-    plda = None
-    if {"plda", "pauc_latent"} & {base_system(s) for s in systems}:
+    plda = dplda = None
+    bases = {base_system(s) for s in systems}
+    if set(PLDA_SYSTEMS) & bases:
         plda = PLDA.from_params(*read_plda(os.path.join(path, "plda")))
         if plda.dim != affine.shape[0]:
             raise KaldiError("%s/plda has dimension %d but the LDA outputs %d"
                              % (path, plda.dim, affine.shape[0]))
+    if "dplda" in bases:
+        D = np.asarray(read_matrix(os.path.join(path, "dplda")), dtype=np.float64)
+        d = affine.shape[0]
+        if D.shape != (3 * d + 1, d) or not np.all(np.isfinite(D)):
+            raise KaldiError("%s/dplda is not a finite %d x %d matrix" % (path, 3 * d + 1, d))
+        dplda = DiscriminativePLDA.from_params(D[:d], D[d:2 * d], D[2 * d:3 * d], D[3 * d, 0])
     metrics = {}
-    for name in {base_system(s) for s in systems}:
+    for name in bases:
         if name.startswith("pauc"):
             M = np.asarray(read_matrix(os.path.join(path, "metric_" + name)), dtype=np.float64)
             if M.shape != (affine.shape[0], affine.shape[0]) or not np.all(np.isfinite(M)):
@@ -131,7 +151,9 @@ def read_model_dir(path):
     try:
         top_n = int(card.get("asnorm_top_n", 100))
         pipe = BackendPipeline.from_parts(systems, mean, affine, plda, metrics, cohort, counts,
-                                          top_n)
+                                          top_n, dplda)
+        if card.get("lda_dim") == "none":
+            pipe.lda_dim = 0
         model = AutoBackend.from_parts(pipe, fusion, mean.size)
     except ValueError as err:
         raise KaldiError("Model directory %s: %s" % (path, err)) from None

@@ -14,13 +14,14 @@
 #   1  mean.vec (train), enrollment speaker means, LDA, PLDA
 #   2  preprocessed vectors: LDA + unit length ("length-norm") and PLDA latent ("PLDA-based")
 #   3  train-pauc-metric --loss=pauc|triplet on each preprocessing (defaults as shipped)
-#   4  scoring: Cosine, PLDA, TripletMetric and pAUCMetric with both preprocessings; with
+#   4  scoring: Cosine of the raw vectors (no mean, no LDA), Cosine, PLDA, TripletMetric and pAUCMetric with both preprocessings; with
 #      --asnorm, the systems named also with AS-norm (cohort: the training speakers' mean
 #      vectors in each system's input space, steps/make_cohorts.sh at the end of stage 2)
 #   5  pAUCMetric (auto): train-pauc-auto --enroll-utts=3 (minutes), score-pauc-auto
 #   6  calibration, 2-fold over the enrolled speakers
 #   7  results table ($exp/results.md), DET/ROC plots; with --bootstrap N, the 95 % intervals
-#      (two-way cluster bootstrap over the speakers of both trial sides)
+#      (two-way cluster bootstrap over the speakers of both trial sides) and the paired
+#      comparison of pAUCMetric (auto) against every other system (compare-systems)
 # The stage code is shared with recipes/timit: steps/ (recipes/common/steps). Each stage is
 # printed with its elapsed time; the tools' output goes to $exp/log/*.log.
 # The LDA sweep and the gamma/mu grid of RESULTS.md are steps/lda_sweep.sh and
@@ -89,7 +90,7 @@ mkdir -p $exp/log || exit 1
 echo "$0: logs in $exp/log"
 
 metric_systems=
-systems=
+systems="cosine_raw"   # cosine of the raw vectors: what users of neural embeddings already have
 for prep in $preps; do
   [ $prep = lnorm ] && systems+=" cosine" || systems+=" plda"
   for loss in $losses; do metric_systems+=" ${loss}_$prep"; systems+=" ${loss}_$prep"; done
@@ -168,6 +169,7 @@ if [ $stage -le 7 ] && [ $stop_stage -ge 7 ]; then
   stage_begin 7 "results"
   utils/results_table.sh --nj $nj --bootstrap $bootstrap --utt2spk ark:$data/test/utt2spk \
     --title "ETRI i-vectors, LDA $lda_dim, $(wc -l < $trials) trials" \
+    $($auto && echo --compare pauc_auto) \
     --plots $exp/det.png,$exp/roc.png $trials $exp/scores $exp/calibrated $systems \
     > $exp/results.md.tmp || exit 1
   printf '\n_Command: `%s` (stages %s-7: %d s)._\n' "$command_line" $stage \

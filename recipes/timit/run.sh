@@ -16,13 +16,14 @@
 #   2  preprocessed vectors: LDA + unit length ("length-norm") and PLDA latent ("PLDA-based");
 #      the eval vectors serve as enrollment and as test side ({enroll,test}.scp -> eval.scp)
 #   3  train-pauc-metric --loss=pauc|triplet on each preprocessing (defaults as shipped)
-#   4  scoring: Cosine, PLDA, TripletMetric and pAUCMetric with both preprocessings; with
+#   4  scoring: Cosine of the raw vectors (no mean, no LDA), Cosine, PLDA, TripletMetric and pAUCMetric with both preprocessings; with
 #      --asnorm, the systems named also with AS-norm (cohort: the training speakers' mean
 #      vectors in each system's input space, steps/make_cohorts.sh at the end of stage 2)
 #   5  pAUCMetric (auto): train-pauc-auto --enroll-utts=0 (minutes), score-pauc-auto
 #   6  calibration, 2-fold over the speakers of the first trial side
 #   7  results table ($exp/results.md), DET/ROC plots; with --bootstrap N, the 95 % intervals
-#      (two-way cluster bootstrap over the speakers of both trial sides)
+#      (two-way cluster bootstrap over the speakers of both trial sides) and the paired
+#      comparison of pAUCMetric (auto) against every other system (compare-systems)
 # Each stage is printed with its elapsed time; the tools' output goes to $exp/log/*.log.
 # The LDA sweep and the gamma/mu grid of RESULTS.md are steps/lda_sweep.sh and
 # steps/gamma_mu_grid.sh; local/make_results.sh writes RESULTS.md.
@@ -89,7 +90,7 @@ mkdir -p $exp/log || exit 1
 echo "$0: logs in $exp/log"
 
 metric_systems=
-systems=
+systems="cosine_raw"   # cosine of the raw vectors: what users of neural embeddings already have
 for prep in $preps; do
   [ $prep = lnorm ] && systems+=" cosine" || systems+=" plda"
   for loss in $losses; do metric_systems+=" ${loss}_$prep"; systems+=" ${loss}_$prep"; done
@@ -146,7 +147,11 @@ fi
 
 if $auto && [ $stage -le 5 ] && [ $stop_stage -ge 5 ]; then
   stage_begin 5 "pAUCMetric (auto): cross-fitted choice on the training speakers (minutes)"
-  steps/pauc_auto.sh --cmd "$train_cmd" --enroll-utts 0 --auto-opts "$auto_opts" \
+  # held-out pairs as the eval trials: never two segments of one voiced stretch (2i, 2i+1)
+  awk '{ n = split($1, p, "-seg"); printf "%s %s/%d\n", $1, p[1], int(p[2] / 2) }' \
+    $data/train/utt2spk > $data/train/utt2group || exit 1
+  steps/pauc_auto.sh --cmd "$train_cmd" --enroll-utts 0 \
+    --auto-opts "--utt2group=ark:$data/train/utt2group $auto_opts" \
     $data/train $eval_vectors $eval_vectors $trials $exp || exit 1
   stage_end
 fi
@@ -163,6 +168,7 @@ if [ $stage -le 7 ] && [ $stop_stage -ge 7 ]; then
   stage_begin 7 "results"
   utils/results_table.sh --nj $nj --bootstrap $bootstrap --utt2spk ark:$data/eval/utt2spk \
     --title "TIMIT GE2E d-vectors, LDA $lda_dim, $(wc -l < $trials) trials" \
+    $($auto && echo --compare pauc_auto) \
     --plots $exp/det.png,$exp/roc.png $trials $exp/scores $exp/calibrated $systems \
     > $exp/results.md.tmp || exit 1
   printf '\n_Command: `%s` (stages %s-7: %d s)._\n' "$command_line" $stage \

@@ -171,6 +171,37 @@ def test_asnorm_model_round_trip(data, tmp_path):
                                atol=1e-5)
 
 
+@pytest.mark.parametrize("candidate,dims", [("cosine_raw+dplda", "none"), ("dplda", "8"),
+                                             ("cosine_raw", "none,8")])
+def test_dplda_and_no_lda_model_round_trip(data, tmp_path, candidate, dims):
+    d, c = data
+    proc = run_tool("train-pauc-auto", "--num-folds=2", "--lda-dims=%s" % dims,
+                    "--dplda-lambdas=100,10", "--candidates=%s" % candidate,
+                    "ark:%s" % (d / "train.ark"), "ark:%s" % (d / "spk2utt"), tmp_path / "m")
+    assert proc.returncode == 0, proc.stderr.decode()
+    card = dict(line.rstrip("\n").split(" ", 1) for line in open(tmp_path / "m" / "system.txt"))
+    assert card["system"] == candidate
+    assert card["lda_dim"] == ("8" if dims == "8" else "none")
+    assert card["reason"] and card["selection"] == "one-standard-error"
+    assert (tmp_path / "m" / "dplda").exists() == ("dplda" in candidate)
+    proc = run_tool("score-pauc-auto", tmp_path / "m", "ark:%s" % (d / "test.ark"),
+                    "ark:%s" % (d / "test.ark"), d / "trials", tmp_path / "scores")
+    assert proc.returncode == 0, proc.stderr.decode()
+    spk2utt = sorted(c.train.spk2utt().items())
+    pos = {k: i for i, k in enumerate(c.train.keys)}
+    rows = [pos[u] for _, utts in spk2utt for u in utts]
+    labels = np.repeat(np.arange(len(spk2utt)), [len(u) for _, u in spk2utt])
+    model = AutoBackend(lda_dims=[0 if v == "none" else int(v) for v in dims.split(",")],
+                        num_folds=2, candidates=(candidate,), dplda_lambdas=(100, 10)).fit(
+        c.train.X[rows], labels)
+    if "dplda" in candidate:
+        assert float(card["dplda_lambda"]) == model.dplda_lambda_
+    er, tr = np.repeat(np.arange(8), 22), np.tile(np.arange(8, 30), 8)
+    got = [float(line.split()[2]) for line in open(tmp_path / "scores")]
+    np.testing.assert_allclose(got, model.score(c.test.X, c.test.X, er, tr), rtol=2e-6,
+                               atol=1e-5)
+
+
 def test_utt2group_reaches_the_held_out_trials(data, tmp_path):
     d, c = data
     # one group per speaker: no held-out target pair is left, a clear error

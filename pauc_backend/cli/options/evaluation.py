@@ -80,7 +80,7 @@ def read_partitions(rx, keys, ids1, ids2):
     return table.values(rows)
 
 
-def _speaker_codes(ids, index, utt2spk):
+def speaker_codes(ids, index, utt2spk):
     """Speaker name of each trial's key (a key not in ``utt2spk`` is its own speaker), the
     number of distinct keys found in ``utt2spk`` and the number of distinct keys."""
     used, inverse = np.unique(ids, return_inverse=True)
@@ -96,7 +96,7 @@ def bootstrap_confidence(log, opts, scores, is_target, keys, ids1, ids2, p_targe
     if opts.utt2spk:
         table = read_utt2spk(opts.utt2spk)
         (enroll, found1, num1), (test, found2, num2) = (
-            _speaker_codes(ids, index, table) for ids, index in ((ids1, keys.first),
+            speaker_codes(ids, index, table) for ids, index in ((ids1, keys.first),
                                                                  (ids2, keys.second)))
         log.log("Clusters by speaker from %s: %d of %d enrollment keys and %d of %d test keys "
                 "found in it" % (opts.utt2spk, found1, num1, found2, num2))
@@ -143,3 +143,16 @@ def log_extras(log, summary):
                    show(confidence["eer"], 100.0), show(confidence["pauc"]),
                    show(confidence["auc"]),
                    " ".join(show(pair) for pair in confidence["min_dcf"])))
+
+
+def p_targets(text):
+    """The comma-separated priors of ``--p-target``; KaldiError naming the option unless each
+    lies strictly between 0 and 1."""
+    try:
+        values = [float(item) for item in text.split(",")]
+    except ValueError:
+        values = []
+    if not values or not all(0 < p < 1 for p in values):
+        raise KaldiError("Invalid value --p-target=%s: need priors strictly between 0 and 1, "
+                         "comma-separated" % text)
+    return values

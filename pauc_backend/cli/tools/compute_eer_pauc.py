@@ -52,18 +52,8 @@ def _check_band_and_priors(opts):
     if not opts.pauc_alpha < opts.pauc_beta:
         raise KaldiError("Invalid values --pauc-alpha=%s --pauc-beta=%s: need alpha < beta"
                          % (format_float(opts.pauc_alpha), format_float(opts.pauc_beta)))
-    _p_targets(opts.p_target)
+    extras.p_targets(opts.p_target)
 
-
-def _p_targets(text):
-    try:
-        values = [float(item) for item in text.split(",")]
-    except ValueError:
-        values = []
-    if not values or not all(0 < p < 1 for p in values):
-        raise KaldiError("Invalid value --p-target=%s: need priors strictly between 0 and 1, "
-                         "comma-separated" % text)
-    return values
 
 
 def _log_kaldi(summary, opts):
@@ -105,7 +95,7 @@ def _log_kaldi(summary, opts):
 
 def run(opts, args):
     extras.check_options(opts, len(args))
-    p_targets = _p_targets(opts.p_target)
+    p_targets = extras.p_targets(opts.p_target)
     if opts.det_plot or opts.roc_plot:
         from pauc_backend.plotting import check_plot_name
         for name in filter(None, (opts.det_plot, opts.roc_plot)):

@@ -41,7 +41,8 @@ def run(opts, args):
     model_dir, enroll_rspecifier, test_rspecifier, trials_rx, scores_wx = args
     log = tool.log
     model, card = read_model_dir(model_dir)
-    log.log("Back-end %s (LDA %d) from %s" % (card["system"], model.lda_dim_, model_dir))
+    log.log("Back-end %s (LDA %s) from %s" % (card["system"], card.get("lda_dim", "?"),
+                                             model_dir))
     enroll_keys, E = read_vectors(enroll_rspecifier, model.n_features_in_, "enrollment")
     num_utts = np.ones(len(enroll_keys), dtype=np.int64)
     if opts.num_utts:

@@ -9,7 +9,9 @@ from pauc_backend.cli.framework.vector_input import check_finite
 from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import read_token_table, read_token_vector_table, read_vector_table
 from pauc_backend.kaldi_io.streams import check_writable
-from pauc_backend.models.auto_backend import DEFAULT_CANDIDATES, AutoBackend, parse_candidate
+from pauc_backend.models.auto_backend import (DEFAULT_CANDIDATES, AutoBackend, dim_label,
+                                             parse_candidate)
+from pauc_backend.models.backend_pipeline import DPLDA_LAMBDAS
 
 USAGE = """
 Chooses a whole speaker-verification back-end from TRAINING data alone and trains it.
@@ -19,17 +21,26 @@ retrained on the other folds and scores trials among the held-out speakers, buil
 evaluation trials: --enroll-utts=0 pairs single vectors (utterance against utterance, as
 VoxCeleb1-O or TIMIT), --enroll-utts=N enrolls each held-out speaker by the mean of N raw
 vectors (as ETRI's 3) and tries it against every other held-out vector. Every candidate
-system (--candidates: cosine, plda, pauc_lnorm, pauc_latent, each optionally with ':as' for
-AS-norm against the training speakers' means, or '+'-joined linear fusions, whose weights
-are also cross-fitted) at every LDA dimension (--lda-dims, capped by the
-smallest fold's speakers - 1) is rated by its mean held-out pAUC over [--alpha, --beta]; the
-log lists every candidate's held-out pAUC, EER and minDCF(0.01). The best is retrained on all
-speakers; its fusion/calibration weights come from the pooled held-out scores.
+system (--candidates: cosine_raw = cosine of the raw unit-length vectors, no mean, no LDA;
+cosine, plda, dplda = discriminative PLDA, pauc_lnorm, pauc_latent; each optionally with ':as'
+for AS-norm against the training speakers' means, or '+'-joined linear fusions, whose weights
+are also cross-fitted) at every LDA dimension (--lda-dims, 0 or none = no LDA; each capped by
+the vector dimension and the smallest fold's speakers - 1) is rated by its mean held-out pAUC
+over [--alpha, --beta]; the log lists every candidate's held-out pAUC, EER and minDCF(0.01).
+--selection=1se keeps the SIMPLEST candidate (fewest trained parameters) whose held-out pAUC
+is within one standard error (paired over folds) of the best, so with few or out-of-domain
+training speakers it falls back to what generalises (often cosine_raw); the log and
+system.txt say why (chosen vs best or runner-up vs raw cosine, with fold SEs).
+The discriminative PLDA's L2 weight is chosen among --dplda-lambdas by the same folds.
+The kept candidate is retrained on all speakers; its fusion/calibration weights come from the
+pooled held-out scores.
 The input vectors are RAW (as extracted, not mean-subtracted). The model directory holds
 Kaldi-format pieces (mean.vec, transform.mat, plda, metric_*, fusion) and system.txt, which
 names the chosen system and its cross-fitted figures. Score with score-pauc-auto.
 The paper's algorithm alone: --candidates=pauc_latent --lda-dims=100 (with --num-folds=2 the
-cross-fitting only serves to calibrate it).
+cross-fitting only serves to calibrate it). The choice before the "no LDA" candidates, the
+discriminative PLDA and the 1se rule: --lda-dims=100,150,200 --selection=best
+--candidates=<the old list, without cosine_raw and dplda>.
 
 Usage: train-pauc-auto [options] <train-vector-rspecifier> <train-spk2utt-rspecifier> <model-dir-out>
 e.g.: train-pauc-auto --enroll-utts=3 scp:data/train/xvector.scp ark:data/train/spk2utt exp/pauc_auto
@@ -42,8 +53,13 @@ tool.register("enroll-utts", 0, "Held-out trials: 0 = single vector against sing
               "N = enrollment by the mean of N vectors against single test vectors")
 tool.register("alpha", 0.0, "Lower end of the false-alarm range of the pAUC criterion")
 tool.register("beta", 0.01, "Upper end of the false-alarm range of the pAUC criterion")
-tool.register("lda-dims", "100,150,200", "Candidate LDA dimensions, comma-separated (each "
-              "capped by the vector dimension and the smallest fold's speakers - 1)")
+tool.register("lda-dims", "none,75,100,125,150,175,200,225,250", "Candidate LDA dimensions, "
+              "comma-separated, none (or 0) = no LDA (each capped by the vector dimension and "
+              "the smallest fold's speakers - 1)")
+tool.register("selection", "1se", "1se: the simplest candidate within one standard error "
+              "(paired over folds) of the best held-out pAUC; best: the best")
+tool.register("dplda-lambdas", ",".join("%g" % v for v in DPLDA_LAMBDAS), "L2 weights of the "
+              "discriminative PLDA's pull to the PLDA, tried by cross-fitting")
 tool.register("candidates", ",".join(DEFAULT_CANDIDATES), "Candidate systems, comma-separated; "
               "'+' joins systems into a fusion")
 tool.register("max-utts-per-speaker", 0, "Use at most this many vectors of each held-out "
@@ -73,12 +89,26 @@ tool.register("binary", True, "Write the model pieces in binary mode")
 
 def parse_dims(text):
     try:
-        dims = [int(part) for part in text.split(",") if part.strip()]
+        dims = [0 if part.strip() == "none" else int(part) for part in text.split(",")
+                if part.strip()]
     except ValueError:
-        raise KaldiError("--lda-dims must be comma-separated integers, got '%s'" % text)
-    if not dims or min(dims) < 1:
-        raise KaldiError("--lda-dims must list positive dimensions, got '%s'" % text)
+        raise KaldiError("--lda-dims must be comma-separated integers or none, got '%s'"
+                         % text)
+    if not dims or min(dims) < 0:
+        raise KaldiError("--lda-dims must list dimensions >= 0 (0 or none: no LDA), got '%s'"
+                         % text)
     return dims
+
+
+def parse_lambdas(text):
+    try:
+        values = [float(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        values = []
+    if not values or not all(v >= 0 and np.isfinite(v) for v in values):
+        raise KaldiError("--dplda-lambdas must be comma-separated weights >= 0, got '%s'"
+                         % text)
+    return tuple(values)
 
 
 def make_estimator(opts, log=None):
@@ -90,6 +120,8 @@ def make_estimator(opts, log=None):
             parse_candidate(name)
         except ValueError as err:
             raise KaldiError("Bad --candidates: %s" % err) from None
+    if opts.selection not in ("1se", "best"):
+        raise KaldiError("--selection must be 1se or best, got '%s'" % opts.selection)
     if opts.lda_selection not in ("cheap", "all"):
         raise KaldiError("--lda-selection must be cheap or all, got '%s'" % opts.lda_selection)
     if opts.num_jobs < 1:
@@ -118,6 +150,8 @@ def make_estimator(opts, log=None):
                        fusion_prior=opts.fusion_prior,
                        max_utts_per_speaker=opts.max_utts_per_speaker or None,
                        lda_selection=opts.lda_selection, n_jobs=opts.num_jobs,
+                       selection=opts.selection,
+                       dplda_lambdas=parse_lambdas(opts.dplda_lambdas),
                        random_state=opts.seed, log=log,
                        max_trials=opts.max_trials or None)
 
@@ -162,8 +196,8 @@ def run(opts, args):
     write_model_dir(model_dir, model, binary=opts.binary,
                     extra_lines=["train_vectors %d" % X.shape[0],
                                  "train_speakers %d" % len(speakers.speakers)])
-    log.log("Wrote %s (system %s, LDA %d, held-out pAUC %s)" % (
-        model_dir, "+".join(model.members_), model.lda_dim_,
+    log.log("Wrote %s (system %s, LDA %s, held-out pAUC %s)" % (
+        model_dir, "+".join(model.members_), dim_label(model.lda_dim_),
         format_float(model.chosen_["pauc"])))
     return 0
 

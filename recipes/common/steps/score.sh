@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Scores the trials with each system into <exp>/scores/<system>: cosine (the length-norm
-# vectors), plda (Kaldi's PLDA scoring of the raw vectors, centred on <exp>/mean.vec, LDA, unit
+# Scores the trials with each system into <exp>/scores/<system>: cosine_raw (cosine of the RAW
+# vectors, no mean, no LDA: score-cosine-trials --normalize=true, what a user of neural
+# embeddings already has), cosine (the length-norm vectors), plda (Kaldi's PLDA scoring of the raw vectors, centred on <exp>/mean.vec, LDA, unit
 # length) and <loss>_<prep> (the metric <exp>/metrics/<system> on the <prep> vectors); each
 # also as <system>_asnorm, with AS-norm (--score-norm=as of the scoring tools, WeSpeaker's
 # definition) against the cohort of steps/make_cohorts.sh (the training speakers' mean vectors
@@ -48,6 +49,11 @@ for system in "$@"; do
     norm="--score-norm=as --top-n=$top_n"
   fi
   case $base in
+    cosine_raw)
+      [ -n "$norm" ] && { echo "$0: $system: AS-norm of raw cosine is not scored here" >&2; exit 1; }
+      background $cmd $exp/log/score_$system.log \
+        score-cosine-trials --normalize=true "cut -d' ' -f1,2 $trials |" "$enroll" "$test" \
+        $exp/scores/$system ;;
     cosine)
       background $cmd $exp/log/score_$system.log \
         score-cosine-trials $norm ${norm:+"--cohort=$cohort"} "cut -d' ' -f1,2 $trials |" \

@@ -9,7 +9,10 @@
 # --nj N (systems evaluated at once, default 2), --bootstrap N (default 0: none; N > 0 prints a
 # second table, the 95 % intervals of EER, minDCF, pAUC and AUC from N resamples of
 # compute-eer-pauc's two-way cluster bootstrap), --seed S (of the bootstrap, default 0),
-# --utt2spk RSPEC (bootstrap clusters: the speakers of the trial keys instead of the keys).
+# --utt2spk RSPEC (bootstrap clusters: the speakers of the trial keys instead of the keys),
+# --compare SYSTEM (with --bootstrap N: a third table, SYSTEM against every other system by
+# compare-systems' PAIRED bootstrap, the same N resamples for both: the relative difference
+# with its 95 % interval and the share of resamples in which SYSTEM is better, per metric).
 # A system <name>_asnorm is labelled as <name> with ", AS-norm".
 
 title=
@@ -19,6 +22,7 @@ nj=2
 bootstrap=0
 seed=0
 utt2spk=
+compare=
 utils=$(dirname "$(readlink -f "$0")")
 . $utils/parse_options.sh || exit 1
 . $utils/background.sh || exit 1
@@ -40,6 +44,7 @@ label_of() {
         *) echo "$label (AS-norm)" ;;
       esac
       return ;;
+    cosine_raw) echo "Cosine (raw vectors)" ;;
     cosine) echo "Cosine" ;;
     plda) echo "PLDA" ;;
     plda_adapt) echo "PLDA-adp" ;;
@@ -96,6 +101,16 @@ if [ "$bootstrap" -gt 0 ]; then
               ci("minDCF", "%.4f"), ci("pAUC", "%.4f"), ci("AUC", "%.4f") }' \
       $tmp/$system.raw || exit 1
   done
+fi
+if [ "$bootstrap" -gt 0 ] && [ -n "$compare" ]; then
+  others=()
+  for system in "$@"; do [ $system != $compare ] && others+=("$system"); done
+  labels=()
+  for system in "${others[@]}"; do labels+=("$(label_of $system)"); done
+  echo
+  $utils/paired_table.sh --bootstrap $bootstrap --seed $seed ${utt2spk:+--utt2spk "$utt2spk"} \
+    --nj $nj --p-target $p_target --label "$(label_of $compare)" $trials $scores $compare \
+    "${others[@]}" -- "${labels[@]}" || exit 1
 fi
 if [ -n "$plots" ]; then
   plot-det-roc --output=${plots%%,*} --output-roc=${plots#*,} --title="$title" \

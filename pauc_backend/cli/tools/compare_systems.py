@@ -1,0 +1,145 @@
+"""compare-systems: paired speaker-cluster bootstrap evidence of system B against system A."""
+
+import json
+import sys
+
+import numpy as np
+
+from pauc_backend.cli.framework.kaldi_cli import Tool, format_float
+from pauc_backend.cli.options import evaluation as extras
+from pauc_backend.errors import KaldiError
+from pauc_backend.kaldi_io import read_token_table
+from pauc_backend.kaldi_io.keyed import KeySpace, PairTable, join_columns, read_labelled_trials
+from pauc_backend.metrics import TrialScores
+from pauc_backend.metrics.bootstrap import (ClusterBootstrap, paired_bootstrap_statistics,
+                                            paired_summary)
+
+USAGE = """
+Compares two systems scored on the same trials with a PAIRED two-way cluster bootstrap
+(compute-eer-pauc --bootstrap's resampling: enrollment and test clusters drawn with
+replacement, trial (e, t) counted a_e * b_t times), the SAME resamples applied to both score
+files. For EER, minDCF (each --p-target), pAUC[--pauc-alpha, --pauc-beta] and AUC it prints
+the figures of A and B, the relative difference (B - A) / A, its percentile interval
+(--confidence) over the resamples, and the share of resamples in which B is better (lower
+EER / minDCF, higher pAUC / AUC; ties count one half). Only trials scored in both files are
+used. With --utt2spk the clusters are the speakers of the trial keys (keys not in it are
+their own speaker), as they should be when one speaker has several enrollment models or
+test segments.
+
+Usage: compare-systems [options] <scores-A> <scores-B> <trials>
+e.g.: compare-systems --utt2spk=ark:data/test/utt2spk exp/scores/{plda,pauc_auto} data/trials
+"""
+
+tool = Tool("compare-systems", USAGE)
+tool.register("bootstrap", 1000, "Number of paired bootstrap resamples", bounds=(">0",))
+tool.register("seed", 0, "Seed of the bootstrap's random draws")
+tool.register("confidence", 0.95, "Level of the percentile intervals", bounds=(">0", "<1"))
+tool.register("utt2spk", "", "Clusters by speaker: rspecifier of a table <key> <speaker> for "
+              "the trials' keys, e.g. ark:data/utt2spk")
+tool.register("p-target", "0.01", "Prior(s) of a target trial for minDCF, comma-separated")
+tool.register("c-miss", 1.0, "Cost of a miss (minDCF)", bounds=(">0",))
+tool.register("c-fa", 1.0, "Cost of a false alarm (minDCF)", bounds=(">0",))
+tool.register("pauc-alpha", 0.0, "Lower end of the false-positive-rate band of the pAUC",
+              bounds=(">=0", "<1"))
+tool.register("pauc-beta", 0.01, "Upper end of the false-positive-rate band of the pAUC",
+              bounds=(">0", "<=1"))
+tool.register("report", "table", "What to print: table (Markdown rows) or json",
+              choices=("table", "json"))
+tool.register("name-a", "A", "Name of system A in the report")
+tool.register("name-b", "B", "Name of system B in the report")
+
+
+@tool.check
+def _check_band_and_priors(opts):
+    if not opts.pauc_alpha < opts.pauc_beta:
+        raise KaldiError("Invalid values --pauc-alpha=%s --pauc-beta=%s: need alpha < beta"
+                         % (format_float(opts.pauc_alpha), format_float(opts.pauc_beta)))
+    extras.p_targets(opts.p_target)
+
+
+def _point(scores, is_target, p_targets, opts):
+    summary = TrialScores.from_trials(scores, is_target).summary(
+        p_targets, opts.pauc_alpha, opts.pauc_beta, opts.c_miss, opts.c_fa)
+    pauc = np.nan if summary["pauc"] is None else summary["pauc"]
+    return np.array([summary["eer"], pauc, summary["auc"]]
+                    + [item["min_dcf"] for item in summary["min_dcf"]])
+
+
+def _label(item, opts):
+    if item["metric"] == "eer":
+        return "EER(%)"
+    if item["metric"] == "min_dcf":
+        return "minDCF(%g)" % item["p_target"]
+    if item["metric"] == "pauc":
+        return "pAUC[%g,%g]" % (opts.pauc_alpha, opts.pauc_beta)
+    return "AUC"
+
+
+def format_table(rows, opts):
+    level = "%g%%" % (100 * opts.confidence)
+    out = ["| Metric | %s | %s | (B-A)/A | %s interval | B better in |"
+           % (opts.name_a, opts.name_b, level), "|---|---|---|---|---|---|"]
+    for item in rows:
+        scale = 100.0 if item["metric"] == "eer" else 1.0
+        digits = "%.2f" if item["metric"] == "eer" else "%.4f"
+        rel = "n/a" if item["relative"] is None else "%+.1f%%" % (100 * item["relative"])
+        ci = ("n/a" if item["interval"] is None else "%+.1f%% .. %+.1f%%"
+              % tuple(100 * v for v in item["interval"]))
+        share = "n/a" if item["b_better"] is None else "%.1f%%" % (100 * item["b_better"])
+        out.append("| %s | %s | %s | %s | %s | %s |" % (
+            _label(item, opts), digits % (scale * item["a"]), digits % (scale * item["b"]),
+            rel, ci, share))
+    return "\n".join(out) + "\n"
+
+
+def run(opts, args):
+    p_targets = extras.p_targets(opts.p_target)
+    scores_a, scores_b, trials_rx = args
+    log = tool.log
+    keys = KeySpace()
+    trials = read_labelled_trials(trials_rx, keys)
+    other = PairTable.read(scores_b, keys, "score", noun="scores", what="scores file")
+    a, (is_target, b), (ids1, ids2) = join_columns(log, scores_a, keys, [trials, other],
+                                                   key_ids=True)
+    del trials, other
+    if a.size == 0:
+        raise KaldiError("No trial of %s is scored in both %s and %s"
+                         % (trials_rx, scores_a, scores_b))
+    if not is_target.any() or is_target.all():
+        raise KaldiError("No %s trials are scored in both files"
+                         % ("target" if not is_target.any() else "non-target"))
+    enroll, test = ids1, ids2
+    if opts.utt2spk:
+        table = read_token_table(opts.utt2spk)
+        (enroll, found1, num1), (test, found2, num2) = (
+            extras.speaker_codes(ids, index, table) for ids, index in ((ids1, keys.first),
+                                                                       (ids2, keys.second)))
+        log.log("Clusters by speaker from %s: %d of %d enrollment keys and %d of %d test keys "
+                "found in it" % (opts.utt2spk, found1, num1, found2, num2))
+    boot_a = ClusterBootstrap(a, is_target, enroll, test)
+    boot_b = ClusterBootstrap(b, is_target, enroll, test)
+    stats_a, stats_b = paired_bootstrap_statistics(
+        [boot_a, boot_b], opts.bootstrap, opts.seed, p_targets, opts.pauc_alpha,
+        opts.pauc_beta, opts.c_miss, opts.c_fa)
+    rows = paired_summary(stats_a, stats_b, _point(a, is_target, p_targets, opts),
+                          _point(b, is_target, p_targets, opts), p_targets, opts.confidence)
+    log.log("Paired bootstrap: %d resamples of %d enrollment and %d test clusters (seed %d) "
+            "over %d trials (%d target)" % (opts.bootstrap, boot_a.num_enroll,
+                                             boot_a.num_test, opts.seed, a.size,
+                                             int(is_target.sum())))
+    dropped = opts.bootstrap - min(item["resamples"] for item in rows)
+    if dropped:
+        log.warning("%d of %d resamples lost every target or every non-target (or left a "
+                    "figure undefined) and were dropped: too few clusters for a meaningful "
+                    "interval" % (dropped, opts.bootstrap))
+    if opts.report == "json":
+        sys.stdout.write(json.dumps({"a": scores_a, "b": scores_b, "trials": int(a.size),
+                                     "level": opts.confidence, "resamples": opts.bootstrap,
+                                     "seed": opts.seed, "metrics": rows}, indent=1) + "\n")
+    else:
+        sys.stdout.write(format_table(rows, opts))
+    return 0
+
+
+def main(argv=None):
+    return tool.main(run, argv, num_args=3)

@@ -1,0 +1,141 @@
+"""Which cross-fitted candidate the automatic back-end keeps, and why.
+
+Every candidate (a system or fusion at an LDA dimension) has one held-out pAUC per fold of
+training speakers (models.auto_backend). Choosing the maximum of the fold means is optimistic
+when the candidates are many and the folds few: a complex system can win by fold noise, and
+with few or out-of-domain training speakers it then generalises worse than a simple one. The
+rule here is the one-standard-error rule of Breiman, Friedman, Olshen & Stone (Classification
+and Regression Trees, 1984, Section 3.4.3; Hastie, Tibshirani & Friedman, The Elements of
+Statistical Learning, 2nd ed., Section 7.10), applied to paired fold differences:
+
+    b   = the candidate with the best mean held-out pAUC;
+    d_c = per fold, pAUC(b) - pAUC(c);  SE(d_c) = std(d_c, ddof=1) / sqrt(K);
+    keep the SIMPLEST candidate c with mean(d_c) <= SE(d_c),
+
+i.e. a more complex system is kept only if it beats every simpler one by more than the
+fold-to-fold noise of their difference. The differences are paired (same folds, same held-out
+trials), so the difficulty shared by all systems on a fold cancels. "Simplest" is the fewest
+trained parameters (``trained_parameters``): raw cosine trains none; then the mean, the LDA,
+PLDA, the metrics, the discriminative PLDA, the AS-norm cohort and the fusion weights add
+theirs. Ties go to the better mean pAUC.
+"""
+
+import math
+
+import numpy as np
+
+from pauc_backend.models.backend_pipeline import PLDA_SYSTEMS, base_system
+
+__all__ = ["trained_parameters", "choose", "describe_choice"]
+
+
+def trained_parameters(members, lda_dim, dim, num_speakers):
+    """Number of numbers the candidate learns from the training data (see the module doc):
+    mean (dim), LDA (dim x lda_dim), PLDA (two symmetric w x w covariances), each pAUCMetric
+    (a symmetric w x w matrix), the discriminative PLDA (its full quadratic form), the AS-norm
+    cohort (num_speakers x dim) and the fusion weights; w = lda_dim, or dim without LDA."""
+    bases = {base_system(m) for m in members}
+    width = dim if not lda_dim else int(lda_dim)
+    count = 0
+    if bases - {"cosine_raw"}:
+        count += dim + (dim * width if lda_dim else 0)
+    if bases & set(PLDA_SYSTEMS):
+        count += width * (width + 1)
+    if "dplda" in bases:
+        count += 3 * width * width + 1
+    count += sum(width * (width + 1) // 2 for b in ("pauc_lnorm", "pauc_latent") if b in bases)
+    if any(":" in m for m in members):
+        count += num_speakers * dim
+    return count + len(members) - 1
+
+
+def _fold_matrix(results):
+    return np.array([[fold["pauc"] for fold in row["folds"]] for row in results])
+
+
+def _se(values):
+    values = np.asarray(values, dtype=np.float64)
+    if values.size < 2:
+        return 0.0
+    return float(np.std(values, ddof=1) / math.sqrt(values.size))
+
+
+def choose(results, complexity, rule="1se"):
+    """Index of the kept row of ``results`` (each with per-fold ``folds`` figures) and a dict
+    of the evidence. ``complexity``: one number per row (smaller = simpler). ``rule``:
+    "1se" (see the module doc) or "best" (the best mean held-out pAUC)."""
+    if rule not in ("1se", "best"):
+        raise ValueError("selection must be '1se' or 'best' (got %r)" % rule)
+    P = _fold_matrix(results)
+    means = P.mean(axis=1)
+    best = int(np.argmax(means))                    # first of equal means
+    diff = P[best][None, :] - P
+    diff_mean = diff.mean(axis=1)
+    diff_se = np.array([_se(d) for d in diff])
+    within = diff_mean <= diff_se + 1e-12
+    within[best] = True
+    if rule == "best":
+        chosen = best
+    else:
+        chosen = min(np.flatnonzero(within), key=lambda i: (complexity[i], -means[i], i))
+    return chosen, {"best": best, "means": means, "fold_se": np.array([_se(p) for p in P]),
+                    "within": within, "rule": rule}
+
+
+def paired(results, a, b):
+    """Mean and SE over folds of pAUC(a) - pAUC(b)."""
+    P = _fold_matrix(results)
+    d = P[a] - P[b]
+    return float(d.mean()), _se(d)
+
+
+def describe_choice(results, chosen, evidence, label, reference=None):
+    """(log lines, system.txt lines) saying why ``chosen`` was kept: its held-out pAUC and
+    fold SE, against the best (or, when it is the best, the runner-up) and against
+    ``reference`` (the row of raw cosine, if rated), with the paired differences."""
+    means, se = evidence["means"], evidence["fold_se"]
+    best = evidence["best"]
+    order = np.argsort(-means, kind="stable")
+    other = best if chosen != best else (int(order[1]) if len(order) > 1 else None)
+    card = ["selection %s" % ("one-standard-error" if evidence["rule"] == "1se" else "best"),
+            "heldout_pauc_se %.6g" % se[chosen],
+            "candidates_rated %d" % len(results),
+            "candidates_within_one_se %d" % int(evidence["within"].sum())]
+    lines = []
+    what = "%s (%.4f, fold SE %.4f)" % (label(chosen), means[chosen], se[chosen])
+    if other is None:
+        reason = "only candidate: %s" % what
+    elif chosen == best:
+        d, d_se = paired(results, chosen, other)
+        reason = ("%s has the best held-out pAUC; the runner-up %s (%.4f, fold SE %.4f) is "
+                  "%.4f +- %.4f (paired SE) below it"
+                  % (what, label(other), means[other], se[other], d, d_se))
+        if evidence["rule"] == "1se":
+            reason += (" and no simpler candidate is within one SE of it"
+                       if int(evidence["within"].sum()) == 1 else
+                       "; it is also the simplest of the %d candidates within one SE"
+                       % int(evidence["within"].sum()))
+        card += ["runner_up %s" % label(other), "runner_up_heldout_pauc %.6g" % means[other],
+                 "runner_up_heldout_pauc_se %.6g" % se[other],
+                 "chosen_minus_runner_up_pauc %.6g" % d, "chosen_minus_runner_up_se %.6g"
+                 % d_se]
+    else:
+        d, d_se = paired(results, other, chosen)
+        reason = ("%s is the simplest of the %d candidates within one standard error of the "
+                  "best, %s (%.4f, fold SE %.4f): the best is only %.4f +- %.4f (paired SE) "
+                  "better" % (what, int(evidence["within"].sum()), label(other),
+                              means[other], se[other], d, d_se))
+        card += ["best %s" % label(other), "best_heldout_pauc %.6g" % means[other],
+                 "best_heldout_pauc_se %.6g" % se[other],
+                 "best_minus_chosen_pauc %.6g" % d, "best_minus_chosen_se %.6g" % d_se]
+    if reference is not None and reference != chosen:
+        d, d_se = paired(results, chosen, reference)
+        reason += ("; raw cosine: %.4f (fold SE %.4f), chosen minus raw cosine %+.4f +- %.4f"
+                   % (means[reference], se[reference], d, d_se))
+        card += ["cosine_raw_heldout_pauc %.6g" % means[reference],
+                 "cosine_raw_heldout_pauc_se %.6g" % se[reference],
+                 "chosen_minus_cosine_raw_pauc %.6g" % d, "chosen_minus_cosine_raw_se %.6g"
+                 % d_se]
+    lines.append("Why: " + reason)
+    card.append("reason " + reason)
+    return lines, card

@@ -1,0 +1,59 @@
+"""The one-standard-error rule of models.selection, against its definition written out."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from pauc_backend.models import selection
+
+
+def rows_of(P):
+    return [{"candidate": "c%d" % i, "lda_dim": 0, "folds": [{"pauc": v} for v in p]}
+            for i, p in enumerate(P)]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_choice_is_the_simplest_within_one_paired_se_of_the_best(seed):
+    rng = np.random.default_rng(seed)
+    K = 5
+    fold = rng.normal(0.8, 0.05, K)                 # difficulty shared by every system
+    P = fold + rng.normal(0, 0.01, (7, K)) + np.linspace(0, 0.02, 7)[:, None]
+    complexity = list(rng.permutation(7))
+    chosen, evidence = selection.choose(rows_of(P), complexity)
+    means = P.mean(axis=1)
+    best = int(np.argmax(means))
+    ok = []
+    for i in range(7):
+        d = P[best] - P[i]
+        ok.append(i == best or d.mean() <= d.std(ddof=1) / np.sqrt(K))
+    expected = min((i for i in range(7) if ok[i]), key=lambda i: (complexity[i], -means[i]))
+    assert chosen == expected and evidence["best"] == best
+    assert list(evidence["within"]) == ok
+    assert selection.choose(rows_of(P), complexity, "best")[0] == best
+
+
+def test_shared_fold_difficulty_cancels_in_the_paired_se():
+    # B is better than A on every fold by 0.01, folds differ by 0.1: B is kept although
+    # A is simpler, because the paired difference has no spread
+    P = np.array([[0.5, 0.6, 0.7, 0.8], [0.51, 0.61, 0.71, 0.81]])
+    assert selection.choose(rows_of(P), [0, 1])[0] == 1
+    # a noisy gain of the same size is within one SE: the simpler A is kept
+    P = np.array([[0.5, 0.6, 0.7, 0.8], [0.55, 0.57, 0.74, 0.78]])
+    assert selection.choose(rows_of(P), [0, 1])[0] == 0
+
+
+def test_trained_parameters_order():
+    D, S = 200, 100
+    count = {}
+    for members, dim in itertools.product([("cosine_raw",), ("cosine",), ("plda",),
+                                           ("pauc_latent",), ("dplda",), ("plda", "dplda"),
+                                           ("plda:as",)], [0, 50, 100]):
+        count[members, dim] = selection.trained_parameters(members, dim, D, S)
+    assert count[("cosine_raw",), 0] == 0 == count[("cosine_raw",), 100]
+    assert count[("cosine",), 0] == D < count[("cosine",), 50]
+    for dim in (0, 50, 100):
+        assert (count[("cosine",), dim] < count[("plda",), dim] < count[("pauc_latent",), dim]
+                < count[("dplda",), dim] < count[("plda", "dplda"), dim])
+        assert count[("plda:as",), dim] == count[("plda",), dim] + S * D
+    assert count[("plda",), 50] < count[("plda",), 100]
