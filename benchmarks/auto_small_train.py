@@ -31,6 +31,7 @@ from pauc_backend.kaldi_io import read_token_vector_table, read_vector_table  # 
 from pauc_backend.metrics import TrialScores  # noqa: E402
 from pauc_backend.metrics.bootstrap import (ClusterBootstrap,  # noqa: E402
                                             paired_bootstrap_statistics, paired_summary)
+from pauc_backend.metrics.registry import Setting  # noqa: E402
 from pauc_backend.models.auto_backend import AutoBackend, dim_label  # noqa: E402
 from pauc_backend.models.backend_pipeline import BackendPipeline  # noqa: E402
 
@@ -50,8 +51,7 @@ def timit_groups(keys):
 
 
 def point(scores, is_target):
-    s = TrialScores.from_trials(scores, is_target).summary([0.01])
-    return np.array([s["eer"], s["pauc"], s["auc"], s["min_dcf"][0]["min_dcf"]])
+    return TrialScores.from_trials(scores, is_target).summary([0.01])
 
 
 def main():
@@ -100,10 +100,11 @@ def main():
               "| rel. [95 %] | auto better | pAUC (A / auto) | rel. [95 %] | auto better |")
         print("|---|---|---|---|---|---|---|---|---|---|")
         boots = [ClusterBootstrap(s, is_target, spk_e, spk_t) for s in (raw, plda, auto)]
-        stats = paired_bootstrap_statistics(boots, args.resamples, 0, [0.01])
+        stats = paired_bootstrap_statistics(boots, args.resamples, 0, Setting([0.01]))
         for name, col, s in (("raw cosine", 0, raw), ("PLDA (LDA %d)" % plda_dim, 1, plda)):
             rows_out = {r["metric"]: r for r in paired_summary(
-                stats[col], stats[2], point(s, is_target), point(auto, is_target), [0.01])}
+                stats[col], stats[2], point(s, is_target), point(auto, is_target),
+                Setting([0.01]))}
             cells = []
             for metric, scale in (("eer", 100), ("min_dcf", 1), ("pauc", 1)):
                 r = rows_out[metric]

@@ -26,6 +26,7 @@ sys.path.insert(0, REPO)
 
 from pauc_backend.metrics import TrialScores  # noqa: E402
 from pauc_backend.metrics.bootstrap import ClusterBootstrap, bootstrap_statistics  # noqa: E402
+from pauc_backend.metrics.registry import Setting  # noqa: E402
 
 
 def timed(fn):
@@ -57,7 +58,8 @@ def main():
         wall, cpu))
     boot, wall, cpu = timed(lambda: ClusterBootstrap(scores, is_target, enroll, test))
     print("library   setup (one sort, cluster codes): %.2f s wall, %.2f s cpu" % (wall, cpu))
-    _, wall, cpu = timed(lambda: bootstrap_statistics(boot, args.resamples, 1, [0.01, 0.005]))
+    _, wall, cpu = timed(lambda: bootstrap_statistics(boot, args.resamples, 1,
+                                                       Setting([0.01, 0.005])))
     print("library   %d resamples: %.2f s wall, %.2f s cpu (%.1f ms cpu per resample)" % (
         args.resamples, wall, cpu, 1e3 * cpu / args.resamples))
     if not args.skip_tool:

@@ -1,7 +1,6 @@
 """Issue 10 part 4: with 6-9 systems the legends hid the pAUC band (ROC) and the low-false-alarm
 corner (DET); they now sit outside the axes, below the x label, and hide no data."""
 
-import io
 
 import numpy as np
 import pytest

@@ -13,6 +13,11 @@ the exact definition, including ties and normalisation:
 - ``curves``: raw DET/ROC steps and the ROC convex hull.
 - ``llr``: calibration-sensitive metrics of LLR scores (actDCF, Cllr, minCllr).
 - ``trial_scores.TrialScores``: one sort shared by all of the above (what the tools use).
+- ``registry``: each reported metric defined once (key, title, direction, formula, plain and
+  weighted computation); summaries, tables, JSON, logs, bootstrap and equalised scoring
+  iterate it, so a new metric is one ``Metric(...)`` plus its test.
+- ``evaluation.evaluate``: which summary to compute (plain, equalised over partitions, with
+  bootstrap intervals), as compute-eer-pauc reports it.
 """
 
 from pauc_backend.metrics.curves import DetCurve, RocCurve, det_curve, roc_curve, rocch

@@ -1,4 +1,4 @@
-"""Two-way cluster bootstrap confidence intervals for EER, minDCF, pAUC and AUC (numpy only).
+"""Two-way cluster bootstrap confidence intervals of the registered metrics (numpy only).
 
 Why clusters: the trials of a speaker-verification list are pairs (enrollment side, test side)
 that share their sides: one enrollment model meets every test segment and vice versa, so trials
@@ -28,13 +28,15 @@ output, do not depend on how resamples are spread over worker threads.
 """
 
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 import numpy as np
 
+from pauc_backend.metrics.registry import Setting, column_values, columns
 from pauc_backend.metrics.weighted import SortedTrials
 
-__all__ = ["cluster_codes", "resample_multiplicities", "bootstrap_statistics",
-           "percentile_intervals", "confidence_summary", "ClusterBootstrap",
+__all__ = ["cluster_codes", "resample_multiplicities", "bootstrap_columns",
+           "bootstrap_statistics", "percentile_intervals", "confidence_summary", "ClusterBootstrap",
            "paired_bootstrap_statistics", "paired_summary"]
 
 
@@ -87,8 +89,9 @@ class ClusterBootstrap:
         return (np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64),
                 np.zeros(n + 1, dtype=np.int64))
 
-    def statistics(self, a, b, p_targets, alpha, beta, c_miss, c_fa, work=None):
-        """[eer, pauc, auc, min_dcf...] of one resample (NaN: undefined), from multiplicities."""
+    def statistics(self, a, b, setting, cols, work=None):
+        """The values of ``cols`` (``bootstrap_columns``) in one resample (NaN: undefined),
+        from multiplicities."""
         w_non, other, cum_non = self.workspace() if work is None else work
         a = np.asarray(a, dtype=np.int64)
         b = np.asarray(b, dtype=np.int64)
@@ -100,29 +103,34 @@ class ClusterBootstrap:
         np.take(b, self._non_t, out=other, mode="clip")
         np.multiply(w_non, other, out=w_non)
         np.cumsum(w_non, out=cum_non[1:])
-        out = self.sorted.evaluate_cumulative(w_tar, None, cum_tar, cum_non, p_targets, alpha,
-                                              beta, c_miss, c_fa, integer=True)
+        out = self.sorted.evaluate_cumulative(w_tar, w_non, cum_tar, cum_non, setting,
+                                              integer=True,
+                                              metrics=[col.metric for col in cols])
         if out is None:
-            return np.full(3 + len(p_targets), np.nan)
-        pauc = np.nan if out["pauc"] is None else out["pauc"]
-        return np.array([out["eer"], pauc, out["auc"]] + out["min_dcf"])
+            return np.full(len(cols), np.nan)
+        return column_values(out, cols)
 
 
-def bootstrap_statistics(boot, num_resamples, seed=0, p_targets=(0.01,), alpha=0.0, beta=0.01,
-                         c_miss=1.0, c_fa=1.0, workers=2):
-    """(num_resamples, 3 + len(p_targets)) array: eer, pauc, auc, min_dcf per prior."""
-    return paired_bootstrap_statistics([boot], num_resamples, seed, p_targets, alpha, beta,
-                                       c_miss, c_fa, workers)[0]
+def bootstrap_columns(setting):
+    """What the bootstrap resamples: the columns of ``setting`` whose metric has a weighted
+    definition (``metrics.registry``), calibration metrics excluded: EER, minDCF per prior,
+    pAUC, AUC today."""
+    return columns(replace(setting, llr=False), weighted=True)
 
 
-def paired_bootstrap_statistics(boots, num_resamples, seed=0, p_targets=(0.01,), alpha=0.0,
-                                beta=0.01, c_miss=1.0, c_fa=1.0, workers=2):
+def bootstrap_statistics(boot, num_resamples, seed=0, setting=Setting(), workers=2):
+    """(num_resamples, len(bootstrap_columns(setting))) array, one row per resample."""
+    return paired_bootstrap_statistics([boot], num_resamples, seed, setting, workers)[0]
+
+
+def paired_bootstrap_statistics(boots, num_resamples, seed=0, setting=Setting(), workers=2):
     """``bootstrap_statistics`` of several systems scored on the SAME trials (one
     ClusterBootstrap each, built with the same enrollment and test clusters): each resample's
     multiplicities (a, b) are drawn once and applied to every system, so the differences
-    between systems are paired. Returns one (num_resamples, 3 + len(p_targets)) array per
-    system; the first equals ``bootstrap_statistics`` of that system alone."""
-    p_targets = list(p_targets)
+    between systems are paired. Returns one array per system (columns
+    ``bootstrap_columns(setting)``); the first equals ``bootstrap_statistics`` of that system
+    alone."""
+    cols = bootstrap_columns(setting)
     first = boots[0]
     for other in boots[1:]:
         if (other.num_enroll, other.num_test) != (first.num_enroll, first.num_test) or not (
@@ -130,15 +138,14 @@ def paired_bootstrap_statistics(boots, num_resamples, seed=0, p_targets=(0.01,),
                 and np.array_equal(other.test_code, first.test_code)):
             raise ValueError("paired bootstrap: the systems' trials have different clusters")
     rngs = _generators(seed, num_resamples)
-    all_stats = [np.empty((num_resamples, 3 + len(p_targets))) for _ in boots]
+    all_stats = [np.empty((num_resamples, len(cols))) for _ in boots]
 
     def work(rows):
         buffers = [boot.workspace() for boot in boots]
         for r in rows:
             a, b = _draw(rngs[r], first.num_enroll, first.num_test)
             for boot, stats, work_space in zip(boots, all_stats, buffers):
-                stats[r] = boot.statistics(a, b, p_targets, alpha, beta, c_miss, c_fa,
-                                           work_space)
+                stats[r] = boot.statistics(a, b, setting, cols, work_space)
 
     chunks = [range(start, num_resamples, max(1, workers)) for start in range(max(1, workers))]
     if workers > 1 and num_resamples > 1:
@@ -151,7 +158,7 @@ def paired_bootstrap_statistics(boots, num_resamples, seed=0, p_targets=(0.01,),
 
 def percentile_intervals(stats, level=0.95):
     """Percentile intervals per column: (lo, hi) arrays (NaN for a column never defined) and
-    the number of resamples used (rows without NaN in eer/auc)."""
+    the number of resamples used (rows without NaN in their first column, the EER)."""
     if not 0 < level < 1:
         raise ValueError("confidence level must lie strictly between 0 and 1, got %s" % level)
     stats = np.asarray(stats, dtype=np.float64)
@@ -165,50 +172,55 @@ def percentile_intervals(stats, level=0.95):
     return lo, hi, int((~np.isnan(stats[:, 0])).sum())
 
 
-def confidence_summary(stats, level):
-    """``(confidence, used)``: the ``"confidence"`` object of compute-eer-pauc's JSON report and
-    the number of resamples in which both classes remained."""
+def confidence_summary(stats, level, setting=Setting()):
+    """``(confidence, used)``: the ``"confidence"`` object of compute-eer-pauc's JSON report
+    (``level``, ``resamples`` and, per bootstrapped metric, its ``[lo, hi]`` or None; a list
+    of them, one per prior, for a per-prior metric) and the number of resamples in which
+    both classes remained."""
     lo, hi, used = percentile_intervals(stats, level)
+    out = {"level": float(level), "resamples": int(stats.shape[0])}
+    for index, col in enumerate(bootstrap_columns(setting)):
+        pair = None if np.isnan(lo[index]) else [float(lo[index]), float(hi[index])]
+        if col.metric.per_prior:
+            out.setdefault(col.metric.key, []).append(pair)
+        else:
+            out[col.metric.key] = pair
+    return out, used
 
-    def pair(col):
-        return None if np.isnan(lo[col]) else [float(lo[col]), float(hi[col])]
 
-    return {"level": float(level), "resamples": int(stats.shape[0]),
-            "eer": pair(0), "pauc": pair(1), "auc": pair(2),
-            "min_dcf": [pair(col) for col in range(3, stats.shape[1])]}, used
-
-
-def paired_summary(stats_a, stats_b, point_a, point_b, p_targets, level=0.95):
+def paired_summary(stats_a, stats_b, point_a, point_b, setting=Setting(), level=0.95):
     """Paired comparison of system B against A from ``paired_bootstrap_statistics``.
 
-    For each metric (eer, each min_dcf, pauc, auc): the point values of A and B (``point_*``:
-    the full-list figures, arrays in the statistics' column order), the relative difference
-    (B - A) / A, its percentile interval over the resamples where both are defined, and the
-    share of those resamples in which B is better (lower EER / minDCF, higher pAUC / AUC;
-    a tie counts one half). Returns a list of dicts, one per metric.
+    For each bootstrapped column (``bootstrap_columns(setting)``: EER, each minDCF, pAUC,
+    AUC): the point values of A and B (``point_*``: the full-list summaries of
+    ``TrialScores.summary``), the relative difference (B - A) / A, its percentile interval over
+    the resamples where both are defined, and the share of those resamples in which B is
+    better (by the metric's direction; a tie counts one half). Returns a list of dicts, one
+    per column.
     """
     stats_a = np.asarray(stats_a, dtype=np.float64)
     stats_b = np.asarray(stats_b, dtype=np.float64)
     q = [(1 - level) / 2, (1 + level) / 2]
-    columns = [("eer", 0, False)] + [("min_dcf", 3 + i, False) for i in range(len(p_targets))]
-    columns += [("pauc", 1, True), ("auc", 2, True)]
     out = []
-    for name, col, higher in columns:
-        a, b = stats_a[:, col], stats_b[:, col]
+    for index, col in enumerate(bootstrap_columns(setting)):
+        a, b = stats_a[:, index], stats_b[:, index]
         ok = ~np.isnan(a) & ~np.isnan(b)
-        item = {"metric": name, "a": float(point_a[col]), "b": float(point_b[col]),
+        value_a, value_b = col.get(point_a), col.get(point_b)
+        value_a = np.nan if value_a is None else float(value_a)
+        value_b = np.nan if value_b is None else float(value_b)
+        item = {"metric": col.metric.key, "a": value_a, "b": value_b,
                 "resamples": int(ok.sum())}
-        if name == "min_dcf":
-            item["p_target"] = float(p_targets[col - 3])
-        item["relative"] = (float(point_b[col] / point_a[col] - 1.0) if point_a[col] else
-                            None)
+        if col.metric.per_prior:
+            item["p_target"] = float(col.p_target)
+        item["relative"] = (float(value_b / value_a - 1.0) if value_a and np.isfinite(value_a)
+                            else None)
         a, b = a[ok], b[ok]
         with np.errstate(divide="ignore", invalid="ignore"):
             rel = b / a - 1.0
         rel = rel[np.isfinite(rel)]
         item["interval"] = [float(v) for v in np.quantile(rel, q)] if rel.size else None
         if a.size:
-            better = (b > a) if higher else (b < a)
+            better = (b > a) if col.metric.higher_is_better else (b < a)
             item["b_better"] = float((np.count_nonzero(better)
                                       + 0.5 * np.count_nonzero(b == a)) / a.size)
         else:

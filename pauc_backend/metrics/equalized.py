@@ -28,6 +28,7 @@ in an unspecified order; without tied scores across classes the two agree.
 import numpy as np
 
 from pauc_backend.metrics.bootstrap import cluster_codes
+from pauc_backend.metrics.registry import Setting, metric
 from pauc_backend.metrics.weighted import SortedTrials
 
 __all__ = ["partition_weights", "equalized_summary", "add_c_primary", "C_PRIMARY_PRIORS"]
@@ -47,28 +48,27 @@ def partition_weights(partitions, is_target):
 
 def equalized_summary(scores, is_target, partitions, p_targets=(0.01,), alpha=0.0, beta=0.01,
                       c_miss=1.0, c_fa=1.0, llr=False):
-    """Equalised metrics as a dict shaped like ``TrialScores.summary`` (keys that have no
-    equalised definition here, such as AP and Cllr, are absent)."""
+    """Equalised metrics as a dict shaped like ``TrialScores.summary``: every registered metric
+    with a weighted definition (``metrics.registry``); the others (AP, Cllr, ...) are absent."""
     scores = np.asarray(scores, dtype=np.float64)
     is_target = np.asarray(is_target, dtype=bool)
     weights, num_parts, parts_tar, parts_non = partition_weights(partitions, is_target)
     trials = SortedTrials(scores, is_target)
-    w_tar, w_non = weights[trials.order_tar], weights[trials.order_non]
-    p_targets = [float(p) for p in p_targets]
-    out = trials.evaluate(w_tar, w_non, p_targets, alpha, beta, c_miss, c_fa, integer=False)
+    setting = Setting(p_targets, alpha, beta, c_miss, c_fa, "equalized", llr)
+    out = trials.evaluate(weights[trials.order_tar], weights[trials.order_non], setting,
+                          integer=False)
     if out is None:
         raise ValueError("equalised scoring needs target and non-target trials")
     summary = {"num_target": int(is_target.sum()), "num_nontarget": int((~is_target).sum()),
                "num_partitions": num_parts, "num_partitions_with_targets": parts_tar,
-               "num_partitions_with_nontargets": parts_non,
-               "eer": out["eer"], "eer_threshold": None, "eer_method": "equalized",
-               "min_dcf": [{"p_target": p, "c_miss": c_miss, "c_fa": c_fa, "min_dcf": value,
-                            "threshold": None} for p, value in zip(p_targets, out["min_dcf"])],
-               "pauc_alpha": float(alpha), "pauc_beta": float(beta), "pauc": out["pauc"],
-               "auc": out["auc"]}
-    if llr:
-        summary["act_dcf"] = [{"p_target": p, "act_dcf": value} for p, value in zip(
-            p_targets, trials.act_dcf(w_tar, w_non, p_targets, c_miss, c_fa))]
+               "num_partitions_with_nontargets": parts_non, "eer_threshold": None,
+               "eer_method": "equalized", "pauc_alpha": float(alpha), "pauc_beta": float(beta)}
+    for key, value in out.items():
+        if metric(key).per_prior:
+            value = [{"p_target": p, key: item} for p, item in zip(setting.p_targets, value)]
+        summary[key] = value
+    for item in summary["min_dcf"]:
+        item.update(c_miss=c_miss, c_fa=c_fa, threshold=None)
     return summary
 
 

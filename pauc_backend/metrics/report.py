@@ -1,17 +1,21 @@
 """Text forms of a ``TrialScores.summary`` dict: the paper's table row and JSON.
 
-The table has one header line and one aligned value line with the columns of the paper's
-tables: EER(%) and AP(%) with 2 decimals, minDCF per prior, pAUC (eq. 5) and AUC with 4, then
-actDCF per prior, Cllr and minCllr when the summary has them. A pAUC whose band holds no
-non-target is shown as ``n/a`` (``null`` in JSON).
+The table has one header line and one aligned value line with a column per metric of
+``metrics.registry`` that the summary holds, in the registry's order (EER, minDCF per prior,
+pAUC of eq. 5, AUC, AP, d', then actDCF per prior, Cllr and minCllr for LLR scores):
+percentages (EER, AP) with 2 decimals, the others with 4. A value that is undefined (a pAUC
+whose band holds no non-target) is shown as ``n/a`` (``null`` in JSON).
 
-Equalised summaries (``metrics.equalized``) have no AP, Cllr or minCllr column and add a
-Cprimary column (and actual Cprimary with LLRs). A summary with ``"confidence"`` (bootstrap
-intervals) gets a third line under the values: ``lo-hi`` in the same units for EER, each
-minDCF, pAUC and AUC, ``-`` for the other columns.
+Equalised summaries (``metrics.equalized``) hold only the metrics with a weighted definition
+and add a Cprimary column (and actual Cprimary with LLRs). A summary with ``"confidence"``
+(bootstrap intervals) gets a third line under the values: ``lo-hi`` in the same units for
+each bootstrapped metric, ``-`` for the other columns. A summary of part of a trial list
+(``"num_trials_listed"``) ends with a ``Trials`` column, ``scored/listed``.
 """
 
 import json
+
+from pauc_backend.metrics.registry import columns, setting_of
 
 __all__ = ["format_table", "format_json", "pauc_label"]
 
@@ -25,34 +29,23 @@ def pauc_label(alpha, beta):
 
 
 def _columns(summary):
-    """(header, value, interval) per column; interval is None where there is none."""
+    """(header, value, interval) per column of the summary's metrics, in registry order;
+    interval is None where the summary has no bootstrap interval for that metric."""
     confidence = summary.get("confidence") or {}
-
-    def span(pair, scale, digits):
-        if pair is None:
-            return "n/a"
-        return "%.*f-%.*f" % (digits, scale * pair[0], digits, scale * pair[1])
-
-    def interval(key, scale, digits):
-        return span(confidence[key], scale, digits) if confidence else None
-
-    rate = 100 * summary["eer"]
-    yield (("ROCCH-EER(%)" if summary["eer_method"] == "rocch" else "EER(%)"), "%.2f" % rate,
-           interval("eer", 100, 2))
-    for index, item in enumerate(summary["min_dcf"]):
-        yield ("minDCF(%s)" % _short(item["p_target"]), "%.4f" % item["min_dcf"],
-               span(confidence["min_dcf"][index], 1, 4) if confidence else None)
-    pauc = summary["pauc"]
-    yield (pauc_label(summary["pauc_alpha"], summary["pauc_beta"]),
-           "n/a" if pauc is None else "%.4f" % pauc, interval("pauc", 1, 4))
-    yield "AUC", "%.4f" % summary["auc"], interval("auc", 1, 4)
-    if "average_precision" in summary:
-        yield "AP(%)", "%.2f" % (100 * summary["average_precision"]), None
-    for item in summary.get("act_dcf", ()):
-        yield "actDCF(%s)" % _short(item["p_target"]), "%.4f" % item["act_dcf"], None
-    if "cllr" in summary:
-        yield "Cllr", "%.4f" % summary["cllr"], None
-        yield "minCllr", "%.4f" % summary["min_cllr"], None
+    for col in columns(setting_of(summary)):
+        m = col.metric
+        if m.key not in summary:
+            continue
+        span = None
+        if m.key in confidence:
+            pair = confidence[m.key]
+            if m.per_prior:
+                pair = pair[col.index] if pair else None
+            span = "n/a" if pair is None else "%s-%s" % (m.text(pair[0]), m.text(pair[1]))
+        yield col.label(setting_of(summary)), m.text(col.get(summary)), span
+    if "num_trials_listed" in summary:  # compute-eer-pauc --allow-partial on part of a list
+        yield ("Trials", "%d/%d" % (summary["num_target"] + summary["num_nontarget"],
+                                    summary["num_trials_listed"]), None)
     if summary["eer_method"] == "equalized" and "c_primary" in summary:
         yield "Cprimary", "%.4f" % summary["c_primary"], None
         if summary.get("act_c_primary") is not None:

@@ -3,12 +3,13 @@
 Each metric function (``eer``, ``min_dcf``, ``pauc``, ...) sorts its input; for ten million
 trials the sort is most of the cost, so tools that report several metrics build one
 ``TrialScores`` and call its methods, which give the same numbers as the functions. ``summary``
-returns every metric of the paper's tables in one dict (JSON-ready).
+returns every metric of ``metrics.registry`` in one dict (JSON-ready).
 """
 
 import numpy as np
 
 from pauc_backend.metrics import curves, dcf, error_rates, ranking
+from pauc_backend.metrics.registry import Setting, summarize
 from pauc_backend.metrics.validation import (check_costs, check_labels, check_p_targets,
                                              check_scores)
 
@@ -103,28 +104,6 @@ class TrialScores:
 
     def summary(self, p_targets=(0.01,), alpha=0.0, beta=0.01, c_miss=1, c_fa=1,
                 eer_method="kaldi", llr=False):
-        """Every metric as a dict of plain numbers; pAUC is None when the band is empty."""
-        rate, threshold = self.eer(eer_method)
-        out = {"num_target": self.num_tar, "num_nontarget": self.num_non,
-               "eer": rate, "eer_threshold": threshold, "eer_method": eer_method,
-               "min_dcf": [{"p_target": float(p), "c_miss": c_miss, "c_fa": c_fa,
-                            "min_dcf": r.min_dcf, "threshold": r.threshold}
-                           for p, r in zip(p_targets, self.min_dcf(list(p_targets),
-                                                                   c_miss, c_fa))],
-               "pauc_alpha": float(alpha), "pauc_beta": float(beta)}
-        try:
-            out["pauc"], out["pauc_num_nontargets"] = self.pauc(alpha, beta)
-        except ValueError:
-            out["pauc"], out["pauc_num_nontargets"] = None, 0
-        out["pauc_mcclish"] = self.pauc_mcclish(alpha, beta)
-        out["auc"] = self.auc()
-        out["average_precision"] = self.average_precision()
-        if llr:
-            from pauc_backend.metrics import llr as llr_metrics
-            tar, non = self.raw
-            out["act_dcf"] = [{"p_target": float(p), "act_dcf": float(value)} for p, value in
-                              zip(p_targets, np.atleast_1d(llr_metrics.act_dcf(
-                                  tar, non, list(p_targets), c_miss, c_fa)))]
-            out["cllr"] = llr_metrics.cllr(tar, non)
-            out["min_cllr"] = llr_metrics.min_cllr(tar, non)
-        return out
+        """Every registered metric (``metrics.registry``) as a JSON-ready dict of plain numbers;
+        pAUC is None when the band is empty."""
+        return summarize(self, Setting(p_targets, alpha, beta, c_miss, c_fa, eer_method, llr))

@@ -26,14 +26,15 @@ non-targets and O(number of targets) work, never a new sort.
 
 import numpy as np
 
-from pauc_backend.metrics.error_rates import kaldi_eer_sorted
+from pauc_backend.metrics.registry import WeightedView, weighted_values
 from pauc_backend.metrics.validation import check_band, check_labels
 
 __all__ = ["SortedTrials"]
 
 
 class SortedTrials:
-    """A trial list sorted once; ``evaluate(w_tar, w_non, ...)`` gives its weighted metrics.
+    """A trial list sorted once; ``evaluate(w_tar, w_non, setting)`` gives its weighted metrics
+    (each registered metric's ``weighted`` definition calls the pieces below).
 
     ``order_tar`` / ``order_non`` are the trial indices of the targets / non-targets in
     ascending score order: weights are passed in that order.
@@ -64,7 +65,7 @@ class SortedTrials:
         self._band = None
 
     # -- pieces ---------------------------------------------------------------------------
-    def _min_dcf(self, w_tar, cum_tar, cum_non, total_tar, total_non, p_targets, c_miss,
+    def min_dcf(self, w_tar, cum_tar, cum_non, total_tar, total_non, p_targets, c_miss,
                  c_fa, integer):
         """Minimum over the ends of runs of non-targets (where C_i can be minimal) and the
         first point (which may be a target); see ``metrics.dcf``."""
@@ -89,7 +90,7 @@ class SortedTrials:
             results.append(float(cost / min(c_miss * p, c_fa * (1 - p))))
         return results
 
-    def _kaldi_eer(self, cum_tar, cum_non, total_tar, total_non):
+    def kaldi_eer(self, cum_tar, cum_non, total_tar, total_non):
         """compute-eer on the repeated list. Its stopping test at target position p,
         non[max(N - 1 - trunc(N p / T), 0)] < tar[p], is monotone in p (the non-target side
         only falls, the target side only rises), so the first p passing it is found by
@@ -112,7 +113,7 @@ class SortedTrials:
                 low = mid + 1
         return float(np.float32(low * 1.0 / total_tar))
 
-    def _nist_eer(self, w_tar, w_non, total_tar, total_non):
+    def nist_eer(self, w_tar, w_non, total_tar, total_non):
         """The SRE scorer's compute_eer on the weighted FNR/FPR of every sorted trial."""
         size = self.tar.size + self.non.size
         w_tar_all = np.zeros(size)
@@ -130,7 +131,7 @@ class SortedTrials:
         a = (fnr[x1] - fpr[x1]) / (fpr[x2] - fpr[x1] - (fnr[x2] - fnr[x1]))
         return float(fnr[x1] + a * (fnr[x2] - fnr[x1]))
 
-    def _pauc(self, cum_tar, cum_non, total_tar, total_non, alpha, beta, integer):
+    def pauc(self, cum_tar, cum_non, total_tar, total_non, alpha, beta, integer):
         if integer:       # ranking.band_ranks with the band's fractions parsed once
             if self._band is None or self._band[0] != (alpha, beta):
                 self._band = ((alpha, beta), check_band(alpha, beta))
@@ -157,10 +158,15 @@ class SortedTrials:
         twice = 2 * total_tar * size - (overlap * tied).sum()
         return float(twice / (2 * total_tar * size))
 
+    def auc(self, w_tar, cum_non, total_tar, total_non):
+        """Weighted Mann-Whitney statistic (ties 1/2)."""
+        twice = (w_tar * (cum_non[self.non_lt] + cum_non[self.non_le])).sum()
+        return float(twice / (2 * total_tar * total_non))
+
     # -- all at once ----------------------------------------------------------------------
-    def evaluate(self, w_tar, w_non, p_targets=(0.01,), alpha=0.0, beta=0.01, c_miss=1.0,
-                 c_fa=1.0, integer=True):
-        """Weighted EER, minDCF per prior, pAUC (None if its band is empty) and AUC.
+    def evaluate(self, w_tar, w_non, setting, integer=True, metrics=None):
+        """The weighted values of the registered metrics (``registry.weighted_values``: EER,
+        minDCF per prior, pAUC (None if its band is empty), AUC, ...) for ``setting``.
 
         ``w_tar`` / ``w_non``: weights in ``order_tar`` / ``order_non`` order (integers when
         ``integer``). Returns None when either class has zero total weight.
@@ -174,28 +180,17 @@ class SortedTrials:
         np.cumsum(w_tar, out=cum_tar[1:])
         cum_non = np.zeros(w_non.size + 1, dtype=dtype)
         np.cumsum(w_non, dtype=dtype, out=cum_non[1:])
-        return self.evaluate_cumulative(w_tar, w_non, cum_tar, cum_non, p_targets, alpha, beta,
-                                        c_miss, c_fa, integer)
+        return self.evaluate_cumulative(w_tar, w_non, cum_tar, cum_non, setting, integer,
+                                        metrics)
 
-    def evaluate_cumulative(self, w_tar, w_non, cum_tar, cum_non, p_targets=(0.01,), alpha=0.0,
-                            beta=0.01, c_miss=1.0, c_fa=1.0, integer=True):
+    def evaluate_cumulative(self, w_tar, w_non, cum_tar, cum_non, setting, integer=True,
+                            metrics=None):
         """``evaluate`` given the cumulative weights (a leading 0, then the running sums); the
-        bootstrap fills them in preallocated buffers. ``w_non`` is only read when not
-        ``integer``."""
-        total_tar, total_non = cum_tar[-1], cum_non[-1]
-        if not total_tar > 0 or not total_non > 0:
+        bootstrap fills them in preallocated buffers."""
+        if not cum_tar[-1] > 0 or not cum_non[-1] > 0:
             return None
-        out = {}
-        if integer:
-            out["eer"] = self._kaldi_eer(cum_tar, cum_non, total_tar, total_non)
-        else:
-            out["eer"] = self._nist_eer(w_tar, w_non, total_tar, total_non)
-        out["min_dcf"] = self._min_dcf(w_tar, cum_tar, cum_non, total_tar, total_non,
-                                       p_targets, c_miss, c_fa, integer)
-        out["pauc"] = self._pauc(cum_tar, cum_non, total_tar, total_non, alpha, beta, integer)
-        twice = (w_tar * (cum_non[self.non_lt] + cum_non[self.non_le])).sum()
-        out["auc"] = float(twice / (2 * total_tar * total_non))
-        return out
+        view = WeightedView(self, w_tar, w_non, cum_tar, cum_non, integer)
+        return weighted_values(view, setting, metrics)
 
     def act_dcf(self, w_tar, w_non, p_targets, c_miss=1.0, c_fa=1.0):
         """Weighted actual DCF of LLR scores (``metrics.llr.act_dcf`` with weighted rates:

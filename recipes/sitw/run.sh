@@ -192,7 +192,7 @@ if [ $stage -le 15 ] && [ $stop_stage -ge 15 ]; then
       apply-calibration $scores_dir/calibration$suffix $scores_dir/sitw_eval_core_scores$suffix \
       $scores_dir/sitw_eval_core_llr$suffix || exit 1
     llr=$scores_dir/sitw_eval_core_llr$suffix
-    line=$(compute-eer-pauc --report=table --llr --p-target=0.01 $llr $(trials_of eval) 2>/dev/null |
+    line=$(compute-eer-pauc --allow-partial --report=table --llr --p-target=0.01 $llr $(trials_of eval) 2>/dev/null |
       awk 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
            NR == 2 && col["actDCF(0.01)"] && col["Cllr"] {
              print "actDCF(p-target=0.01): " $col["actDCF(0.01)"] ", Cllr: " $col["Cllr"]; found = 1 }

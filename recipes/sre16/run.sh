@@ -94,8 +94,9 @@ partitions_file() {
 
 # c_primary <scores> <trials>: SRE16's equalised minimum Cprimary (p-target 0.01 and 0.005).
 c_primary() {
-  compute-eer-pauc --report=json --p-target=0.01,0.005 --partitions=$(partitions_file) "$1" "$2" \
-    2> >(grep -v '^LOG\|^compute-eer-pauc \|^WARNING.*have no trial in' >&2) |
+  compute-eer-pauc --allow-partial --report=json --p-target=0.01,0.005 \
+    --partitions=$(partitions_file) "$1" "$2" \
+    2> >(grep -v '^LOG\|^compute-eer-pauc \|^WARNING.*have no trial in\|^WARNING.*part of the trial list' >&2) |
     python3 -c 'import json, sys; print("%.4f" % json.load(sys.stdin)["c_primary"])'
 }
 

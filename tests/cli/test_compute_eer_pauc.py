@@ -171,14 +171,15 @@ def test_keyed_join_ignores_line_order_and_reports_missing_scores(golden, tmp_pa
     shuffled = scores[::-1]
     del shuffled[100]                                   # one trial loses its score
     shuffled.append("ev999 ev001-tst01 3.5")            # a score with no trial
-    proc = run_tool("compute-eer-pauc", "--report=json", write(tmp_path / "s", shuffled),
-                    golden / "data/trials")
+    proc = run_tool("compute-eer-pauc", "--report=json", "--allow-partial",
+                    write(tmp_path / "s", shuffled), golden / "data/trials")
     assert proc.returncode == 0
     warnings = log_messages(proc.stderr, "WARNING")
     assert any(w.startswith("1 scores in") and "ev999 ev001-tst01" in w for w in warnings)
     assert any(w.startswith("1 of 16000 trials in") for w in warnings)
     summary = json.loads(proc.stdout)
     assert summary["num_target"] + summary["num_nontarget"] == 15999
+    assert summary["num_trials_listed"] == 16000
 
 
 def test_duplicate_trial_is_an_error(golden, tmp_path):
@@ -205,7 +206,7 @@ def test_table_report_has_one_aligned_row(golden):
                     "scores/plda_numutts", "data/trials", cwd=golden)
     header, row = proc.stdout.decode().splitlines()
     assert header.split() == ["EER(%)", "minDCF(0.01)", "minDCF(0.005)", "pAUC[0,0.01]",
-                              "AUC", "AP(%)"]
+                              "AUC", "AP(%)", "d'"]
     assert row.split()[:3] == ["5.50", "0.5840", "0.6598"]
 
 
@@ -243,3 +244,40 @@ def test_tools_that_do_not_plot_do_not_import_matplotlib(golden):
                      "m.main(['scores/plda_numutts', 'data/trials']); "
                      "print('matplotlib' in sys.modules)\"", cwd=golden)
     assert proc.stdout.endswith(b"False\n")
+
+
+def test_scores_of_part_of_the_trials_are_refused_unless_allowed_and_then_reported(tmp_path):
+    """Issue 20: 100 scores for a 1,000-trial list is one ERROR (compute_min_dcf.py would
+    silently evaluate the 100); with --allow-partial the result itself says 100/1000."""
+    rng = np.random.default_rng(0)
+    lines, scores = [], []
+    for i in range(1000):
+        label = "target" if i % 10 == 0 else "nontarget"
+        lines.append("e%d t%d %s" % (i % 37, i, label))
+        scores.append("e%d t%d %.4f" % (i % 37, i, rng.normal() + (2 if i % 10 == 0 else 0)))
+    (tmp_path / "trials").write_text("\n".join(lines) + "\n")
+    (tmp_path / "all").write_text("\n".join(scores) + "\n")
+    (tmp_path / "part").write_text("\n".join(scores[:100]) + "\n")
+    proc = run_tool("compute-eer-pauc", tmp_path / "part", tmp_path / "trials")
+    errors = [l for l in proc.stderr.decode().splitlines() if l.startswith("ERROR")]
+    assert proc.returncode == 255 and proc.stdout == b"", proc.stderr
+    assert len(errors) == 1 and "scores 100 of the 1000 trials" in errors[0]
+    assert "--allow-partial=true" in errors[0]
+    table = run_tool("compute-eer-pauc", "--allow-partial", "--report=table", tmp_path / "part",
+                     tmp_path / "trials", check=True)
+    header, values = table.stdout.decode().splitlines()
+    assert header.split()[-1] == "Trials" and values.split()[-1] == "100/1000"
+    assert b"Evaluating part of the trial list" in table.stderr
+    # the figures are those of the 100 scored trials
+    alone = run_tool("compute-eer-pauc", "--report=table",
+                     "-", input=b"".join(
+                         ("%s %s\n" % (s.split()[2], l.split()[2])).encode()
+                         for s, l in zip(scores[:100], lines[:100])), check=True)
+    assert values.split()[:-1] == alone.stdout.decode().splitlines()[1].split()
+    report = json.loads(run_tool("compute-eer-pauc", "--allow-partial", "--report=json",
+                                 tmp_path / "part", tmp_path / "trials", check=True).stdout)
+    assert report["num_trials_listed"] == 1000 and report["num_target"] == 10
+    # a full list has no such column or key
+    full = run_tool("compute-eer-pauc", "--report=json", tmp_path / "all", tmp_path / "trials",
+                    check=True)
+    assert "num_trials_listed" not in json.loads(full.stdout)

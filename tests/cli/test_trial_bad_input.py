@@ -106,7 +106,25 @@ def test_swapped_tables_stop_early_with_one_error(golden, old_output):
                     "ark:exp/enroll_final.ark", old_output, cwd=golden)
     error = one_error(proc)
     assert "swapped" in error
-    assert len(lines_of(proc, "WARNING")) <= 21
+    assert lines_of(proc, "WARNING") == []          # the diagnosis leads, nothing before it
+    assert old_output.read_text() == "precious\n"
+
+
+@pytest.mark.parametrize("num_trials", [50, 5000])
+def test_a_list_of_unknown_keys_leads_with_the_diagnosis_and_counts(golden, tmp_path,
+                                                                    old_output, num_trials):
+    """A VoxCeleb-style list (paths as keys) meets Kaldi tables: one ERROR that says what is
+    wrong and how many trials failed, with no per-trial WARNING before it, whether the list
+    is shorter than the early check or longer."""
+    trials = tmp_path / "trials"
+    trials.write_text("".join("1 id10270/x6uYqmx31kE/%05d.wav id10271/8jEAjG6SegY/%05d.wav\n"
+                              % (i, i) for i in range(num_trials)))
+    proc = run_tool("score-plda-trials", "exp/plda", "ark:exp/enroll_final.ark",
+                    "ark:exp/test_final.ark", trials, old_output, cwd=golden)
+    error = one_error(proc)
+    assert lines_of(proc, "WARNING") == []
+    assert re.search(r"\b(\d+) of the (first )?\1 trials", error), error
+    assert "first column holds labels (e.g. 1), as a VoxCeleb list" in error
     assert old_output.read_text() == "precious\n"
 
 

@@ -4,9 +4,11 @@ import numpy as np
 import pytest
 
 from pauc_backend.metrics import TrialScores
-from pauc_backend.metrics.bootstrap import (ClusterBootstrap, bootstrap_statistics,
-                                            cluster_codes, confidence_summary,
-                                            percentile_intervals, resample_multiplicities)
+from pauc_backend.metrics.bootstrap import (ClusterBootstrap, bootstrap_columns,
+                                            bootstrap_statistics, cluster_codes,
+                                            confidence_summary, percentile_intervals,
+                                            resample_multiplicities)
+from pauc_backend.metrics.registry import Setting
 
 
 def _trials(seed, num_enroll, num_test, decimals=None, num_speakers=None):
@@ -25,20 +27,22 @@ def _trials(seed, num_enroll, num_test, decimals=None, num_speakers=None):
 
 
 def brute_force(scores, is_target, enroll, test, num_resamples, seed, p_targets, alpha, beta):
-    """Repeat trial (e, t) a_e * b_t times and evaluate the repeated list with TrialScores."""
+    """Repeat trial (e, t) a_e * b_t times and evaluate the repeated list with TrialScores;
+    the bootstrap's columns (metric, prior) are looked up in each summary by name."""
     codes_e, num_e = cluster_codes(enroll)
     codes_t, num_t = cluster_codes(test)
+    cols = bootstrap_columns(Setting(p_targets, alpha, beta))
+    assert [c.metric.key for c in cols] == ["eer"] + ["min_dcf"] * len(p_targets) + [
+        "pauc", "auc"]
     rows = []
     for a, b in resample_multiplicities(seed, num_resamples, num_e, num_t):
         weight = a[codes_e] * b[codes_t]
         s, y = np.repeat(scores, weight), np.repeat(is_target, weight)
         if y.all() or not y.any():
-            rows.append([np.nan] * (3 + len(p_targets)))
+            rows.append([np.nan] * len(cols))
             continue
         summary = TrialScores.from_trials(s, y).summary(p_targets, alpha, beta)
-        pauc = np.nan if summary["pauc"] is None else summary["pauc"]
-        rows.append([summary["eer"], pauc, summary["auc"]]
-                    + [item["min_dcf"] for item in summary["min_dcf"]])
+        rows.append([np.nan if c.get(summary) is None else c.get(summary) for c in cols])
     return np.array(rows)
 
 
@@ -48,8 +52,8 @@ def test_fast_bootstrap_equals_repeated_trials(seed, decimals, alpha, beta):
     scores, is_target, enroll, test = _trials(seed, 9, 40, decimals)
     p_targets = [0.01, 0.05, 0.3]
     boot = ClusterBootstrap(scores, is_target, enroll, test)
-    fast = bootstrap_statistics(boot, 40, seed=seed, p_targets=p_targets, alpha=alpha,
-                                beta=beta, workers=2)
+    fast = bootstrap_statistics(boot, 40, seed=seed,
+                                setting=Setting(p_targets, alpha, beta), workers=2)
     slow = brute_force(scores, is_target, enroll, test, 40, seed, p_targets, alpha, beta)
     np.testing.assert_array_equal(np.isnan(fast), np.isnan(slow))
     np.testing.assert_allclose(fast, slow, rtol=1e-12, atol=0)
@@ -60,7 +64,7 @@ def test_speaker_clusters_and_degenerate_resamples():
     scores, is_target, enroll, test = _trials(5, 3, 30, 1, num_speakers=3)
     speaker_of_test = test % 7                           # clusters coarser than keys
     boot = ClusterBootstrap(scores, is_target, enroll, speaker_of_test)
-    fast = bootstrap_statistics(boot, 60, seed=9, p_targets=[0.1], alpha=0, beta=0.5)
+    fast = bootstrap_statistics(boot, 60, seed=9, setting=Setting([0.1], 0, 0.5))
     slow = brute_force(scores, is_target, enroll, speaker_of_test, 60, 9, [0.1], 0, 0.5)
     np.testing.assert_allclose(fast, slow, rtol=1e-12)
     _, _, used = percentile_intervals(fast)
@@ -80,11 +84,13 @@ def test_seeded_runs_identical_and_independent_of_threads():
 def test_intervals_are_percentiles_and_cover_the_estimate():
     scores, is_target, enroll, test = _trials(7, 30, 60)
     boot = ClusterBootstrap(scores, is_target, enroll, test)
-    stats = bootstrap_statistics(boot, 200, seed=1, p_targets=[0.01, 0.005], beta=0.1)
-    confidence, used = confidence_summary(stats, 0.9)
+    setting = Setting([0.01, 0.005], beta=0.1)
+    stats = bootstrap_statistics(boot, 200, seed=1, setting=setting)
+    confidence, used = confidence_summary(stats, 0.9, setting)
     assert used == 200 and confidence["resamples"] == 200 and confidence["level"] == 0.9
     np.testing.assert_allclose(confidence["eer"], np.quantile(stats[:, 0], [0.05, 0.95]))
-    np.testing.assert_allclose(confidence["min_dcf"][1], np.quantile(stats[:, 4], [0.05, 0.95]))
+    np.testing.assert_allclose(confidence["min_dcf"][1], np.quantile(stats[:, 2], [0.05, 0.95]))
+    np.testing.assert_allclose(confidence["auc"], np.quantile(stats[:, 4], [0.05, 0.95]))
     point = TrialScores.from_trials(scores, is_target)
     lo, hi = confidence["auc"]
     assert lo <= point.auc() <= hi
@@ -105,7 +111,7 @@ def test_clusters_widen_the_interval_of_correlated_trials():
     narrow = np.diff(percentile_intervals(bootstrap_statistics(trial_level, 200, seed=2))[0:2],
                      axis=0)
     assert width[0, 0] > 1.5 * narrow[0, 0]             # EER
-    assert width[0, 2] > 1.2 * narrow[0, 2]             # AUC
+    assert width[0, 3] > 1.2 * narrow[0, 3]             # AUC (eer, minDCF, pAUC, AUC)
 
 
 def test_cluster_codes_in_order_of_appearance():

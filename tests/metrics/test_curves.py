@@ -76,7 +76,8 @@ def test_summary_and_its_table_and_json_forms():
     assert [item["p_target"] for item in summary["min_dcf"]] == [0.01, 0.001]
     header, values = format_table(summary).splitlines()
     assert header.split() == ["EER(%)", "minDCF(0.01)", "minDCF(0.001)", "pAUC[0,0.01]", "AUC",
-                              "AP(%)", "actDCF(0.01)", "actDCF(0.001)", "Cllr", "minCllr"]
+                              "AP(%)", "d'", "actDCF(0.01)", "actDCF(0.001)", "Cllr",
+                              "minCllr"]
     assert values.split()[0] == "%.2f" % (100 * summary["eer"])
     # columns line up: every value starts where its header starts
     starts = [i for i in range(len(header))

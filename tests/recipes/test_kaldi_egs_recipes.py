@@ -8,7 +8,6 @@ independent numpy implementation of Plda::TransformIvector/LogLikelihoodRatio on
 model files (sitw, which centres on the training mean). --nj 3 must give byte-identical files.
 """
 
-import filecmp
 import math
 import shutil
 import subprocess

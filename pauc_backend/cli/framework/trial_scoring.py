@@ -19,6 +19,9 @@ from pauc_backend.metrics.moments import Float32Moments
 CHUNK_SIZE = 1 << 20
 MAX_WARNINGS = 20       # Kaldi warns once per trial with an unknown key; we stop after these
 EARLY_CHECK = 1000      # trials looked up before judging whether the tables fit the trials
+_LABEL_TOKENS = {b"0", b"1", b"target", b"nontarget"}
+VOXCELEB_CONVERTER = "id10270/x6uYqmx31kE/00001.wav -> id10270-x6uYqmx31kE-00001"
+MIN_JUDGED = 10         # a shorter list is never judged: its warnings say enough
 
 
 def index_keys(keys, duplicate_message):
@@ -49,6 +52,12 @@ def _diagnose(key1, key2, enroll, test, enroll_name, test_name):
     if np.mean(test.lookup(key1) >= 0) > 0.5 and np.mean(enroll.lookup(key2) >= 0) > 0.5:
         return ("its first keys are in the %s vectors and its second keys in the %s vectors: "
                 "are the two vector arguments swapped?" % (test_name, enroll_name))
+    first = np.unique(key1[:1000])
+    if first.size <= 4 and set(first.tolist()) <= _LABEL_TOKENS:
+        return ("its first column holds labels (e.g. %s), as a VoxCeleb list (`1 id10270/"
+                "x6uYqmx31kE/00001.wav id10270/8jEAjG6SegY/00008.wav`) does: convert it into "
+                "Kaldi's `<enroll-key> <test-key> target|nontarget` with Kaldi's keys "
+                "(%s)" % (key1[0].decode("utf-8", "replace"), VOXCELEB_CONVERTER))
     parts = []
     if in_enroll1 < 0.5:
         parts.append("%d%% of its first keys (e.g. %s) are in the %s vectors" % (
@@ -70,8 +79,9 @@ def score_trial_list(log, trials_rx, scores_wx, enroll_keys, test_keys, score_fn
     (at most ``chunk_size`` trials per call) and returns their scores. Logs the mean and
     standard deviation of the scores and ``Processed N trials, E had errors.``; returns N.
     Unknown keys give Kaldi's WARNING per trial for the first MAX_WARNINGS, then one count.
-    If at least EARLY_CHECK trials were looked up and more than 90% of them failed, stops with
-    one KaldiError saying what is probably wrong (swapped tables, a table of the wrong kind).
+    When more than 90% of the first EARLY_CHECK trials (or of a shorter list of at least
+    MIN_JUDGED) fail, stops with one KaldiError that says what is probably wrong (swapped
+    tables, a table of the wrong kind) before any per-trial warning is shown (_EarlyJudge).
     With ``require_scores`` an empty trial list or no scored trial is a KaldiError and the
     output is left untouched; without it the scores file is written (possibly empty) even
     when N is 0, as Kaldi does.
@@ -79,7 +89,7 @@ def score_trial_list(log, trials_rx, scores_wx, enroll_keys, test_keys, score_fn
     enroll_index, test_index = _key_index(enroll_keys), _key_index(test_keys)
     moments = Float32Moments()
     num_errors = num_lines = 0
-    checked = False
+    judge = _EarlyJudge(log, trials_rx, enroll_index, test_index, enroll_name, test_name)
     with streams.open_output(scores_wx) as out:
         for chunk in iter_fields(trials_rx, (2, 3), "trials file"):
             key1, key2 = chunk.tokens(0), chunk.tokens(1)
@@ -89,20 +99,12 @@ def score_trial_list(log, trials_rx, scores_wx, enroll_keys, test_keys, score_fn
             bad = missing_enroll | (test_rows < 0)
             num_lines += chunk.num_lines
             if bad.any():
-                _warn_unknown(log, key1, key2, missing_enroll, bad, num_errors, enroll_name,
-                              test_name)
+                judge.warn(key1, key2, missing_enroll, bad, num_errors)
                 num_errors += int(bad.sum())
                 good = np.flatnonzero(~bad)
                 key1, key2 = key1[good], key2[good]
                 enroll_rows, test_rows = enroll_rows[good], test_rows[good]
-            if not checked and num_lines >= EARLY_CHECK:
-                checked = True
-                if num_errors > 0.9 * num_lines:
-                    raise KaldiError("%d of the first %d trials in %s have a key missing from "
-                                     "the vector tables; stopping. It looks like %s" % (
-                                         num_errors, num_lines, trials_rx, _diagnose(
-                                             chunk.tokens(0), chunk.tokens(1), enroll_index,
-                                             test_index, enroll_name, test_name)))
+            judge.look(chunk, num_errors, num_lines, done=False)
             for start in range(0, key1.size, chunk_size):
                 stop = min(start + chunk_size, key1.size)
                 scores = np.asarray(score_fn(enroll_rows[start:stop], test_rows[start:stop]),
@@ -118,6 +120,7 @@ def score_trial_list(log, trials_rx, scores_wx, enroll_keys, test_keys, score_fn
                 out.write(format_scores(key1[start:stop], key2[start:stop], scores))
                 moments.add(scores)
         num_done = moments.count
+        judge.look(None, num_errors, num_lines, done=True)
         if require_scores and not num_lines:
             raise KaldiError("Trials file %s is empty" % trials_rx)
         if require_scores and not num_done:
@@ -134,12 +137,51 @@ def score_trial_list(log, trials_rx, scores_wx, enroll_keys, test_keys, score_fn
     return num_done
 
 
-def _warn_unknown(log, key1, key2, missing_enroll, bad, shown, enroll_name, test_name):
-    """Kaldi's WARNING per trial with an unknown key, for the first MAX_WARNINGS trials."""
-    for trial in np.flatnonzero(bad)[:max(0, MAX_WARNINGS - shown)].tolist():
-        if missing_enroll[trial]:
-            log.warning("Key %s not present in %s iVectors." % (key1[trial].decode(),
-                                                                 enroll_name))
-        else:
-            log.warning("Key %s not present in %s iVectors." % (key2[trial].decode(),
-                                                                 test_name))
+class _EarlyJudge:
+    """Whether the tables fit the trials, decided BEFORE any per-trial warning is shown.
+
+    Kaldi's per-trial WARNINGs (the first MAX_WARNINGS) are held back until EARLY_CHECK trials
+    were looked up (or the list ended, if shorter; from MIN_JUDGED trials on): when more than
+    90 % of them had an unknown key the run stops with ONE KaldiError that leads with the
+    diagnosis (swapped tables, keys of the wrong kind) and counts the failures, and none of the
+    held warnings is printed; otherwise they are printed in order and the rest as before."""
+
+    def __init__(self, log, trials_rx, enroll_index, test_index, enroll_name, test_name):
+        self.log, self.trials_rx = log, trials_rx
+        self.enroll_index, self.test_index = enroll_index, test_index
+        self.names = (enroll_name, test_name)
+        self.held = []              # warning texts, until judged
+        self.first = None           # the first chunk's keys, for the diagnosis
+        self.judged = False
+
+    def warn(self, key1, key2, missing_enroll, bad, shown):
+        """Kaldi's WARNING per trial with an unknown key, for the first MAX_WARNINGS trials."""
+        for trial in np.flatnonzero(bad)[:max(0, MAX_WARNINGS - shown)].tolist():
+            if missing_enroll[trial]:
+                text = "Key %s not present in %s iVectors." % (key1[trial].decode(),
+                                                               self.names[0])
+            else:
+                text = "Key %s not present in %s iVectors." % (key2[trial].decode(),
+                                                               self.names[1])
+            if self.judged:
+                self.log.warning(text)
+            else:
+                self.held.append(text)
+
+    def look(self, chunk, num_errors, num_lines, done):
+        if self.judged:
+            return
+        if chunk is not None and self.first is None:
+            self.first = (chunk.tokens(0), chunk.tokens(1))
+        if not done and num_lines < EARLY_CHECK:
+            return
+        self.judged = True
+        if num_lines >= MIN_JUDGED and num_errors > 0.9 * num_lines:
+            raise KaldiError("%d of the %s%d trials in %s have a key missing from the vector "
+                             "tables; stopping. It looks like %s" % (
+                                 num_errors, "" if done else "first ", num_lines,
+                                 self.trials_rx, _diagnose(*self.first, self.enroll_index,
+                                                           self.test_index, *self.names)))
+        for text in self.held:
+            self.log.warning(text)
+        self.held = []

@@ -11,9 +11,9 @@ from pauc_backend.cli.framework.kaldi_cli import UsageError, format_float
 from pauc_backend.errors import KaldiError
 from pauc_backend.cli.framework.speaker_tables import read_utt2spk
 from pauc_backend.kaldi_io.keyed import PairTable
-from pauc_backend.metrics.bootstrap import (ClusterBootstrap, bootstrap_statistics,
-                                            confidence_summary)
-from pauc_backend.metrics.equalized import equalized_summary
+from pauc_backend.metrics.bootstrap import bootstrap_columns
+from pauc_backend.metrics.evaluation import Bootstrap
+from pauc_backend.metrics.registry import setting_of
 
 HELP_TEXT = """
 --bootstrap=N adds percentile confidence intervals (level --confidence) for EER, each
@@ -89,9 +89,9 @@ def speaker_codes(ids, index, utt2spk):
     return speakers[inverse.ravel()], sum(name in utt2spk for name in names), used.size
 
 
-def bootstrap_confidence(log, opts, scores, is_target, keys, ids1, ids2, p_targets):
-    """The ``"confidence"`` dict of the report; clusters are the trials' keys (ids in
-    ``keys``), or their speakers with --utt2spk."""
+def bootstrap_clusters(log, opts, keys, ids1, ids2):
+    """The ``metrics.evaluation.Bootstrap`` of the options: clusters are the trials' keys (ids
+    in ``keys``), or their speakers with --utt2spk."""
     enroll, test = ids1, ids2
     if opts.utt2spk:
         table = read_utt2spk(opts.utt2spk)
@@ -100,30 +100,28 @@ def bootstrap_confidence(log, opts, scores, is_target, keys, ids1, ids2, p_targe
                                                                  (ids2, keys.second)))
         log.log("Clusters by speaker from %s: %d of %d enrollment keys and %d of %d test keys "
                 "found in it" % (opts.utt2spk, found1, num1, found2, num2))
-    boot = ClusterBootstrap(scores, is_target, enroll, test)
-    stats = bootstrap_statistics(boot, opts.bootstrap, opts.seed, p_targets, opts.pauc_alpha,
-                                 opts.pauc_beta, opts.c_miss, opts.c_fa)
-    confidence, used = confidence_summary(stats, opts.confidence)
-    log.log("Bootstrap: %d resamples of %d enrollment and %d test clusters (seed %d)"
-            % (opts.bootstrap, boot.num_enroll, boot.num_test, opts.seed))
-    if used < opts.bootstrap:
-        log.warning("%d of %d resamples lost every target or every non-target and were "
-                    "dropped: too few clusters for a meaningful interval"
-                    % (opts.bootstrap - used, opts.bootstrap))
-    if used == 0:
-        raise KaldiError("No bootstrap resample kept both targets and non-targets")
-    return confidence
+    return Bootstrap(enroll, test, opts.bootstrap, opts.seed, opts.confidence)
 
 
-def equalized(log, opts, scores, is_target, keys, ids1, ids2, p_targets):
-    partitions = read_partitions(opts.partitions, keys, ids1, ids2)
-    summary = equalized_summary(scores, is_target, partitions, p_targets, opts.pauc_alpha,
-                                opts.pauc_beta, opts.c_miss, opts.c_fa, opts.llr)
-    log.log("Equalised over %d partitions of %s (%d with targets, %d with non-targets)"
-            % (summary["num_partitions"], opts.partitions,
-               summary["num_partitions_with_targets"],
-               summary["num_partitions_with_nontargets"]))
-    return summary
+def log_evaluation(log, opts, result):
+    """LOG lines about how the summary was computed (partitions, resamples); KaldiError when
+    no bootstrap resample kept both classes."""
+    summary = result.summary
+    if "num_partitions" in summary:
+        log.log("Equalised over %d partitions of %s (%d with targets, %d with non-targets)"
+                % (summary["num_partitions"], opts.partitions,
+                   summary["num_partitions_with_targets"],
+                   summary["num_partitions_with_nontargets"]))
+    if result.resamples_used is not None:
+        used, wanted = result.resamples_used, opts.bootstrap
+        log.log("Bootstrap: %d resamples of %d enrollment and %d test clusters (seed %d)"
+                % (wanted, result.clusters[0], result.clusters[1], opts.seed))
+        if used < wanted:
+            log.warning("%d of %d resamples lost every target or every non-target and were "
+                        "dropped: too few clusters for a meaningful interval"
+                        % (wanted - used, wanted))
+        if used == 0:
+            raise KaldiError("No bootstrap resample kept both targets and non-targets")
 
 
 def log_extras(log, summary):
@@ -135,14 +133,17 @@ def log_extras(log, summary):
         log.log(text)
     confidence = summary.get("confidence")
     if confidence:
-        def show(pair, scale=1.0):
-            return "n/a" if pair is None else "[%s, %s]" % (format_float(scale * pair[0]),
-                                                           format_float(scale * pair[1]))
-        log.log("%g%% bootstrap intervals (%d resamples): EER %s%%, pAUC %s, AUC %s, minDCF %s"
-                % (100 * confidence["level"], confidence["resamples"],
-                   show(confidence["eer"], 100.0), show(confidence["pauc"]),
-                   show(confidence["auc"]),
-                   " ".join(show(pair) for pair in confidence["min_dcf"])))
+        parts = []
+        for col in bootstrap_columns(setting_of(summary)):
+            pair = confidence[col.metric.key]
+            if col.metric.per_prior:
+                pair = pair[col.index]
+            scale = 100.0 if col.metric.percent else 1.0
+            parts.append("%s %s" % (col.label(setting_of(summary)), "n/a" if pair is None else
+                                    "[%s, %s]" % (format_float(scale * pair[0]),
+                                                  format_float(scale * pair[1]))))
+        log.log("%g%% bootstrap intervals (%d resamples): %s"
+                % (100 * confidence["level"], confidence["resamples"], ", ".join(parts)))
 
 
 def p_targets(text):

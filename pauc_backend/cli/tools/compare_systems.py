@@ -3,16 +3,15 @@
 import json
 import sys
 
-import numpy as np
-
 from pauc_backend.cli.framework.kaldi_cli import Tool, format_float
 from pauc_backend.cli.options import evaluation as extras
 from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import read_token_table
 from pauc_backend.kaldi_io.keyed import KeySpace, PairTable, join_columns, read_labelled_trials
-from pauc_backend.metrics import TrialScores
-from pauc_backend.metrics.bootstrap import (ClusterBootstrap, paired_bootstrap_statistics,
-                                            paired_summary)
+from pauc_backend.metrics.bootstrap import (ClusterBootstrap, bootstrap_columns,
+                                            paired_bootstrap_statistics, paired_summary)
+from pauc_backend.metrics.evaluation import evaluate
+from pauc_backend.metrics.registry import Setting, metric
 
 USAGE = """
 Compares two systems scored on the same trials with a PAIRED two-way cluster bootstrap
@@ -57,37 +56,30 @@ def _check_band_and_priors(opts):
     extras.p_targets(opts.p_target)
 
 
-def _point(scores, is_target, p_targets, opts):
-    summary = TrialScores.from_trials(scores, is_target).summary(
-        p_targets, opts.pauc_alpha, opts.pauc_beta, opts.c_miss, opts.c_fa)
-    pauc = np.nan if summary["pauc"] is None else summary["pauc"]
-    return np.array([summary["eer"], pauc, summary["auc"]]
-                    + [item["min_dcf"] for item in summary["min_dcf"]])
+def _setting(opts, p_targets):
+    return Setting(p_targets, opts.pauc_alpha, opts.pauc_beta, opts.c_miss, opts.c_fa)
 
 
-def _label(item, opts):
-    if item["metric"] == "eer":
-        return "EER(%)"
-    if item["metric"] == "min_dcf":
-        return "minDCF(%g)" % item["p_target"]
-    if item["metric"] == "pauc":
-        return "pAUC[%g,%g]" % (opts.pauc_alpha, opts.pauc_beta)
-    return "AUC"
+def _label(item, setting):
+    for col in bootstrap_columns(setting):
+        if col.metric.key == item["metric"] and col.p_target == item.get("p_target"):
+            return col.label(setting)
+    return item["metric"]
 
 
-def format_table(rows, opts):
+def format_table(rows, opts, setting):
     level = "%g%%" % (100 * opts.confidence)
     out = ["| Metric | %s | %s | (B-A)/A | %s interval | B better in |"
            % (opts.name_a, opts.name_b, level), "|---|---|---|---|---|---|"]
     for item in rows:
-        scale = 100.0 if item["metric"] == "eer" else 1.0
-        digits = "%.2f" if item["metric"] == "eer" else "%.4f"
+        percent = metric(item["metric"]).percent
+        scale, digits = (100.0, "%.2f") if percent else (1.0, "%.4f")
         rel = "n/a" if item["relative"] is None else "%+.1f%%" % (100 * item["relative"])
         ci = ("n/a" if item["interval"] is None else "%+.1f%% .. %+.1f%%"
               % tuple(100 * v for v in item["interval"]))
         share = "n/a" if item["b_better"] is None else "%.1f%%" % (100 * item["b_better"])
         out.append("| %s | %s | %s | %s | %s | %s |" % (
-            _label(item, opts), digits % (scale * item["a"]), digits % (scale * item["b"]),
+            _label(item, setting), digits % (scale * item["a"]), digits % (scale * item["b"]),
             rel, ci, share))
     return "\n".join(out) + "\n"
 
@@ -118,11 +110,11 @@ def run(opts, args):
                 "found in it" % (opts.utt2spk, found1, num1, found2, num2))
     boot_a = ClusterBootstrap(a, is_target, enroll, test)
     boot_b = ClusterBootstrap(b, is_target, enroll, test)
-    stats_a, stats_b = paired_bootstrap_statistics(
-        [boot_a, boot_b], opts.bootstrap, opts.seed, p_targets, opts.pauc_alpha,
-        opts.pauc_beta, opts.c_miss, opts.c_fa)
-    rows = paired_summary(stats_a, stats_b, _point(a, is_target, p_targets, opts),
-                          _point(b, is_target, p_targets, opts), p_targets, opts.confidence)
+    setting = _setting(opts, p_targets)
+    stats_a, stats_b = paired_bootstrap_statistics([boot_a, boot_b], opts.bootstrap, opts.seed,
+                                                   setting)
+    rows = paired_summary(stats_a, stats_b, evaluate(a, is_target, setting).summary,
+                          evaluate(b, is_target, setting).summary, setting, opts.confidence)
     log.log("Paired bootstrap: %d resamples of %d enrollment and %d test clusters (seed %d) "
             "over %d trials (%d target)" % (opts.bootstrap, boot_a.num_enroll,
                                              boot_a.num_test, opts.seed, a.size,
@@ -137,7 +129,7 @@ def run(opts, args):
                                      "level": opts.confidence, "resamples": opts.bootstrap,
                                      "seed": opts.seed, "metrics": rows}, indent=1) + "\n")
     else:
-        sys.stdout.write(format_table(rows, opts))
+        sys.stdout.write(format_table(rows, opts, setting))
     return 0
 
 

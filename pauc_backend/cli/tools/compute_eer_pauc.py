@@ -7,8 +7,9 @@ from pauc_backend.cli.framework.kaldi_cli import Tool, format_float
 from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io.keyed import KeySpace, keyed_score_labels, read_labelled_trials
 from pauc_backend.kaldi_io.numbers import read_score_labels
-from pauc_backend.metrics import TrialScores, report
-from pauc_backend.metrics.equalized import add_c_primary
+from pauc_backend.metrics import report
+from pauc_backend.metrics.evaluation import evaluate
+from pauc_backend.metrics.registry import Setting, columns, setting_of
 
 USAGE = """
 Computes the equal error rate exactly as Kaldi's compute-eer, and also minDCF (as
@@ -42,6 +43,9 @@ tool.register("report", "kaldi", "What to print: kaldi (EER on stdout, the rest 
               "table (one row) or json", choices=("kaldi", "table", "json"))
 tool.register("llr", False, "Scores are calibrated log-likelihood ratios: also report actDCF, "
               "Cllr and minCllr")
+tool.register("allow-partial", False, "With a trials file: evaluate even when the scores cover "
+              "only part of its trials (the report then says how many); without it that is an "
+              "error, since the figures would describe another list")
 tool.register("det-plot", "", "Write a DET plot here (.png or .pdf)")
 tool.register("roc-plot", "", "Write a ROC plot with the pAUC band shaded here (.png or .pdf)")
 extras.register_options(tool)
@@ -81,16 +85,31 @@ def _log_kaldi(summary, opts):
         log.log("%s is %s over %d non-targets (McClish-standardised partial AUC %s)" % (
             label, format_float(summary["pauc"]), summary["pauc_num_nontargets"],
             format_float(summary["pauc_mcclish"])))
-    if "average_precision" in summary:
-        log.log("AUC is %s, average precision is %s" % (
-            format_float(summary["auc"]), format_float(summary["average_precision"])))
-    else:
-        log.log("AUC is %s" % format_float(summary["auc"]))
-    for item in summary.get("act_dcf", ()):
-        log.log("actDCF is %s (p-target=%s)" % (format_float(item["act_dcf"]), item["p_target"]))
-    if "cllr" in summary:
-        log.log("Cllr is %s, minCllr is %s" % (format_float(summary["cllr"]),
-                                                format_float(summary["min_cllr"])))
+    setting = setting_of(summary)
+    for col in columns(setting):            # the other metrics, as the registry lists them
+        key = col.metric.key
+        if key in ("eer", "min_dcf", "pauc") or key not in summary:
+            continue
+        value = col.get(summary)
+        log.log("%s is %s%s" % (col.metric.spoken or col.metric.title,
+                                "undefined" if value is None else format_float(value),
+                                " (p-target=%s)" % col.p_target if col.metric.per_prior
+                                else ""))
+
+
+def _check_coverage(opts, args, num_scored, num_listed):
+    """An evaluation of part of the trial list is an ERROR unless --allow-partial (then one
+    WARNING, and the table/JSON report carry the count). compute_min_dcf.py ignores unscored
+    trials silently; a score file cut short or scored on the wrong table must not pass."""
+    if num_scored >= num_listed:
+        return
+    text = ("%s scores %d of the %d trials of %s (%.3g%%)" % (
+        args[0], num_scored, num_listed, args[1], 100.0 * num_scored / num_listed))
+    if not opts.allow_partial:
+        raise KaldiError(text + ": the figures would describe part of the list; score every "
+                         "trial, or give --allow-partial=true to evaluate the scored ones (the "
+                         "report then says how many)")
+    tool.log.warning("Evaluating part of the trial list (--allow-partial): " + text)
 
 
 def run(opts, args):
@@ -105,24 +124,28 @@ def run(opts, args):
     else:
         keys = KeySpace()
         trials = read_labelled_trials(args[1], keys)
+        num_listed = len(trials)
         need_keys = bool(opts.partitions or opts.bootstrap)
         scores, is_target, *ids = keyed_score_labels(tool.log, args[0], trials,
                                                      key_ids=need_keys)
         key_ids = ids[0] if ids else ()
         del trials
+        _check_coverage(opts, args, scores.size, num_listed)
         if not is_target.any() or is_target.all():
             raise KaldiError("No %s trials have scores" % (
                 "target" if not is_target.any() else "non-target"))
-    trials = TrialScores.from_trials(scores, is_target)
-    if opts.partitions:
-        summary = extras.equalized(tool.log, opts, scores, is_target, keys, *key_ids, p_targets)
-    else:
-        summary = trials.summary(p_targets, opts.pauc_alpha, opts.pauc_beta, opts.c_miss,
-                                 opts.c_fa, opts.eer_method, opts.llr)
-    add_c_primary(summary)
-    if opts.bootstrap:
-        summary["confidence"] = extras.bootstrap_confidence(tool.log, opts, scores, is_target,
-                                                            keys, *key_ids, p_targets)
+    setting = Setting(p_targets, opts.pauc_alpha, opts.pauc_beta, opts.c_miss, opts.c_fa,
+                      opts.eer_method, opts.llr)
+    result = evaluate(
+        scores, is_target, setting,
+        partitions=(extras.read_partitions(opts.partitions, keys, *key_ids)
+                    if opts.partitions else None),
+        bootstrap=(extras.bootstrap_clusters(tool.log, opts, keys, *key_ids)
+                   if opts.bootstrap else None))
+    extras.log_evaluation(tool.log, opts, result)
+    summary, trials = result.summary, result.trials
+    if len(args) == 2 and scores.size < num_listed:
+        summary["num_trials_listed"] = num_listed
     if opts.report == "kaldi":
         _log_kaldi(summary, opts)
         extras.log_extras(tool.log, summary)

@@ -172,7 +172,10 @@ _evaluate() {
         mindcf2=$(sid/compute_min_dcf.py --p-target 0.001 "$scores" "$trials" 2>/dev/null) || return 1
     fi
   fi
-  compute-eer-pauc --report=json --p-target=0.01,0.001 "$scores" "$trials" 2>/dev/null |
+  # --allow-partial: trials with a key that has no vector were announced by split_trials and
+  # not scored, as in Kaldi's egs (compute-eer and compute_min_dcf.py take the scored ones)
+  compute-eer-pauc --allow-partial --report=json --p-target=0.01,0.001 "$scores" "$trials" \
+    2>/dev/null |
     python3 -c '
 import json, sys
 r = json.load(sys.stdin)
@@ -184,11 +187,12 @@ print(given[0] if given[0] else "%.4g" % (100 * r["eer"]),
       "%.4f" % r["pauc"])' "$eer" "$mindcf1" "$mindcf2"
 }
 
-# _table_column <column> <compute-eer-pauc arguments...>: one column of --report=table.
+# _table_column <column> <compute-eer-pauc arguments...>: one column of --report=table (of the
+# scored trials: those split_trials left out are announced there).
 _table_column() {
   local column=$1
   shift
-  compute-eer-pauc --report=table "$@" 2>/dev/null |
+  compute-eer-pauc --allow-partial --report=table "$@" 2>/dev/null |
     awk -v c="$column" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == c) k = i; next }
                         NR == 2 && k { print $k; found = 1 } END { exit !found }'
 }
