@@ -1,6 +1,7 @@
 # Sourced by recipes/sre16/run.sh and recipes/sitw/run.sh from inside the Kaldi egs directory,
 # after its cmd.sh and path.sh. Needs $use_kaldi and $nj. Sets:
-#   * PATH: our tools (the installed console scripts, else this checkout's bin/);
+#   * PATH: our tools, this checkout's bin/ first (the code beside the recipe: an older
+#     `pip install` elsewhere must not shadow it), else the installed console scripts;
 #   * train_cmd: the egs directory's (run.pl/queue.pl/slurm.pl), else utils/run.pl, else our
 #     local_run.sh;
 #   * the baseline binaries: Kaldi's (ivector-*, transform-vec, compute-eer) when use_kaldi is
@@ -9,14 +10,12 @@
 
 __common_utils=$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")
 
-if ! command -v train-pauc-metric >/dev/null 2>&1; then
-  if [ -x "$__common_utils/../../../bin/train-pauc-metric" ]; then
-    PATH="$(cd "$__common_utils/../../../bin" && pwd):$PATH"
-    export PATH
-  else
-    echo "$0: the pauc-backend tools are not on PATH (pip install pauc-backend)" >&2
-    return 1
-  fi
+if [ -x "$__common_utils/../../../bin/train-pauc-metric" ]; then
+  PATH="$(cd "$__common_utils/../../../bin" && pwd):$PATH"
+  export PATH
+elif ! command -v train-pauc-metric >/dev/null 2>&1; then
+  echo "$0: the pauc-backend tools are not on PATH (pip install pauc-backend)" >&2
+  return 1
 fi
 export LC_ALL=C
 
