@@ -19,7 +19,8 @@ length-normalized vectors (as the recipes use) this is cosine scoring.
 The trials file has lines <key1> <key2> [<target|nontarget>] and the output has
 lines <key1> <key2> <score>; a trial with an unknown key is skipped with a warning.
 With --normalize=true each vector is first divided by its norm, so the score is the
-cosine similarity; the default (false) keeps Kaldi's plain dot product.
+cosine similarity; the default (false) keeps Kaldi's plain dot product, and then
+warns once when the norms within a table vary (coefficient of variation above 0.02).
 
 Usage: score-cosine-trials [options] <trials-in> <vector1-rspecifier> <vector2-rspecifier> <scores-out>
 e.g.: score-cosine-trials data/trials ark:exp/enroll_final.ark ark:exp/test_final.ark scores/cosine
