@@ -88,10 +88,10 @@ def _as_vectors(array, name, ndim=2):
 
 def _load(source, what):
     """np.load of an rxfilename: a file is read in place, a pipe or stdin through memory."""
-    kind, _ = streams.classify_rxfilename(source)
+    kind, path = streams.classify_rxfilename(source)
     try:
         if kind == "file":
-            return np.load(source, allow_pickle=False)
+            return np.load(path, allow_pickle=False)
         data, start = streams.read_all(source)
         return np.load(io.BytesIO(bytes(data[start:])), allow_pickle=False)
     except OSError as err:

@@ -202,7 +202,8 @@ if [ $stage -le 14 ] && [ $stop_stage -ge 14 ]; then
         *)
           prep=${system#*_}
           score_split $list $system score-pauc-trials $train/metric_$system \
-            "$test_lda $(prep_suffix $prep)" "$test_lda $(prep_suffix $prep)" TRIALS SCORES ;;
+            "$test_lda $(prep_suffix $prep)" "$test_lda $(prep_suffix $prep)" \
+            TRIALS SCORES ;;
       esac || exit 1
       report "$(system_label $system), $(set_label $list):" $(scores_of $list $system) \
         data/$test_set/$list || exit 1
