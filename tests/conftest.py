@@ -76,6 +76,7 @@ SLOW_MODULES = (
     "tests/recipes/test_timit_recipe.py",
     "tests/recipes/test_etri_recipe.py",
     "tests/recipes/test_recipe_auto_stage.py",
+    "tests/recipes/test_voxceleb_recipe.py",
     "tests/interop/test_cross_feed.py",
 )
 

@@ -212,15 +212,17 @@ class KeySpace:
 
 
 def _labels(chunk, index):
+    """Target flags of a label column: ``target``/``nontarget``, or ``1``/``0`` as in the
+    VoxCeleb1 lists and most neural-embedding toolkits (the two may be mixed)."""
     tokens = chunk.tokens(index)
-    is_target = tokens == b"target"
-    bad = np.flatnonzero(~is_target & (tokens != b"nontarget"))
+    is_target = (tokens == b"target") | (tokens == b"1")
+    bad = np.flatnonzero(~is_target & (tokens != b"nontarget") & (tokens != b"0"))
     if bad.size:
         label = chunk.token(index, bad[0])
         line = chunk.first_line + int(bad[0])
         raise KaldiError("Bad label '%s' on line %d of %s %s (line %d: label '%s' is neither "
-                         "target nor nontarget)" % (label, line, chunk.what,
-                                                    streams.printable(chunk.rx), line, label))
+                         "target nor nontarget, nor 1 or 0)" % (
+                             label, line, chunk.what, streams.printable(chunk.rx), line, label))
     return is_target.astype(np.uint64)
 
 
@@ -267,8 +269,8 @@ class PairTable:
 
     @classmethod
     def read(cls, rx, keys, kind="score", noun=None, singular=None, what=None):
-        """Stream ``rx`` into a table; ``kind``: "label" (target|nontarget), "score" (float)
-        or "token" (any word, mapped to ids of ``table.value_index``)."""
+        """Stream ``rx`` into a table; ``kind``: "label" (target|nontarget or 1|0), "score"
+        (float) or "token" (any word, mapped to ids of ``table.value_index``)."""
         noun = noun or ("trials" if kind == "label" else "scores")
         singular = singular or noun.rstrip("s")
         what = what or ("trials file" if kind == "label" else "scores file")
@@ -515,8 +517,8 @@ def _dtype_of(table):
 
 
 def read_labelled_trials(trials_rx, keys):
-    """The ``<key1> <key2> target|nontarget`` trials of ``trials_rx`` as a label PairTable;
-    KaldiError if the file is empty, unlabelled, or lists a pair twice."""
+    """The ``<key1> <key2> target|nontarget`` (or ``1|0``) trials of ``trials_rx`` as a label
+    PairTable; KaldiError if the file is empty, unlabelled, or lists a pair twice."""
     trials = PairTable.read(trials_rx, keys, "label")
     if not len(trials):
         raise KaldiError("Empty trials file %s" % streams.printable(trials_rx))

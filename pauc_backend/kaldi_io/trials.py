@@ -1,4 +1,4 @@
-"""Trials (``enroll test [target|nontarget]``) and scores (``enroll test score``) text files.
+"""Trials (``enroll test [target|nontarget]``; 1|0 labels too) and scores (``enroll test score``).
 
 These are plain line files, not tables (ivector-plda-scoring reads trials with getline and
 SplitStringToVector). Parsing is chunked and vectorised: numpy checks every line's field count,
@@ -12,7 +12,7 @@ from pauc_backend.kaldi_io import _memory, streams
 from pauc_backend.kaldi_io import lines as tokenizer
 
 _CHUNK_BYTES = 1 << 22
-_FIELD_HELP = {"trials file": "key1 key2 [target|nontarget]", "scores file": "key1 key2 score"}
+_FIELD_HELP = {"trials file": "key1 key2 [target|nontarget|1|0]", "scores file": "key1 key2 score"}
 
 
 def _chunks(raw):

@@ -196,6 +196,16 @@ def vector_norms(X):
     return norms
 
 
+def norm_variation(X):
+    """Coefficient of variation (std / mean) of the 2-norms of the rows of ``X``, in double;
+    0 for no rows or all-zero rows. Length-normalised vectors give ~1e-7."""
+    if len(X) == 0:
+        return 0.0
+    norms = np.linalg.norm(np.asarray(X, dtype=np.float64), axis=1)
+    mean = norms.mean()
+    return float(norms.std() / mean) if mean > 0 else 0.0
+
+
 def normalize_length(X, scaleup=True, normalize=True):
     """ivector-normalize-length, float32-exact. Returns ``(Y, ratios)``.
 

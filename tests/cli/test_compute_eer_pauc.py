@@ -192,6 +192,34 @@ def test_duplicate_trial_is_an_error(golden, tmp_path):
                      log_messages(proc.stderr, "ERROR")[0])
 
 
+def test_one_and_zero_labels_mean_target_and_nontarget(golden, tmp_path):
+    """VoxCeleb-style 1|0 labels (issue 19 item 4c), alone or mixed with words: the same
+    figures as target|nontarget, in every report and in the tools that read labelled trials."""
+    words = (golden / "data/trials").read_text().splitlines()
+    ones = [l.replace(" nontarget", " 0").replace(" target", " 1") for l in words]
+    mixed = [o if i % 2 else w for i, (w, o) in enumerate(zip(words, ones))]
+    scores = golden / "scores/plda_numutts"
+    reference = run_tool("compute-eer-pauc", "--report=json", scores, golden / "data/trials")
+    assert reference.returncode == 0
+    for name, lines in (("ones", ones), ("mixed", mixed)):
+        proc = run_tool("compute-eer-pauc", "--report=json", scores, write(tmp_path / name, lines))
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout == reference.stdout
+    calibration = [run_tool("train-calibration", trials, scores, tmp_path / ("cal_" + name))
+                   for name, trials in (("words", golden / "data/trials"),
+                                        ("ones", tmp_path / "ones"))]
+    assert all(p.returncode == 0 for p in calibration)
+    assert (tmp_path / "cal_words").read_bytes() == (tmp_path / "cal_ones").read_bytes()
+
+
+def test_a_label_other_than_the_four_is_an_error_naming_them(tmp_path):
+    proc = run_tool("compute-eer-pauc", write(tmp_path / "s", ["a b 1", "a c 2"]),
+                    write(tmp_path / "t", ["a b 1", "a c 2"]))
+    assert proc.returncode == 255
+    assert ("Bad label '2' on line 2" in log_messages(proc.stderr, "ERROR")[0]
+            and "neither target nor nontarget, nor 1 or 0" in log_messages(proc.stderr, "ERROR")[0])
+
+
 def test_unknown_label_in_trials_is_an_error(tmp_path):
     proc = run_tool("compute-eer-pauc", write(tmp_path / "s", ["a b 1", "a c 2"]),
                     write(tmp_path / "t", ["a b target", "a c impostor"]))

@@ -286,6 +286,22 @@ def test_cosine_scoring_with_nothing_scored_is_one_error(golden, tmp_path):
     assert not (tmp_path / "scores").exists()
 
 
+def test_dot_products_of_vectors_with_unequal_norms_warn_once(golden, tmp_path):
+    """Issue 19 item 4d: raw vectors (norms varying by 7-10 %) without --normalize give one
+    WARNING suggesting --normalize=true; length-normalised vectors, or --normalize=true, none."""
+    raw = ("data/trials", "ark:exp/enroll_spk_xvector.ark", "ark:exp/test_sub.ark")
+    proc = run_tool("score-cosine-trials", *raw, tmp_path / "raw", cwd=golden, check=True)
+    warnings = messages(proc, "WARNING")
+    assert len(warnings) == 1 and "--normalize=true" in warnings[0], warnings
+    assert "0.0675 in ark:exp/enroll_spk_xvector.ark" in warnings[0]
+    assert "0.0986 in ark:exp/test_sub.ark" in warnings[0]
+    for args in (("--normalize=true",) + raw,
+                 ("data/trials", "ark:exp/enroll_final.ark", "ark:exp/test_final.ark")):
+        proc = run_tool("score-cosine-trials", *args, tmp_path / "scores", cwd=golden,
+                        check=True)
+        assert messages(proc, "WARNING") == []
+
+
 def test_cosine_help_documents_normalize_option():
     proc = run_tool("score-cosine-trials", "--help")
     assert proc.returncode == 0

@@ -31,7 +31,7 @@ tool.register("num-utts", "", "Accepted for symmetry with score-plda-trials and 
               "number of utterances enters through transform-plda-latent --num-utts")
 register_score_norm_options(tool, "vectors in the metric's input space, like the inputs")
 
-SUB_CHUNK = 1 << 16
+SUB_CHUNK = 1 << 14    # trials gathered at once (two float64 blocks of SUB_CHUNK x dim)
 DENSE_FACTOR = 8      # Gram block if (#enroll x #test in a chunk) <= this x #trials
 
 
@@ -64,7 +64,6 @@ def run(opts, args):
     log.log("Read %d test vectors" % len(test_keys))
 
     qe, qt = np.einsum("ij,ij->i", Ye, Ye), np.einsum("ij,ij->i", Yt, Yt)
-    Ye32, Yt32 = Ye.astype(np.float32), Yt.astype(np.float32)
 
     def score_fn(enroll_rows, test_rows):
         used_e = np.bincount(enroll_rows, minlength=len(Ye)) > 0
@@ -76,12 +75,14 @@ def run(opts, args):
             gram = Ye[used_e] @ Yt[used_t].T
             dist = qe[enroll_rows] + qt[test_rows] - 2.0 * gram[ie[enroll_rows], it[test_rows]]
             return -np.maximum(dist, 0.0)
-        out = np.empty(enroll_rows.size)
+        # The dense branch's formula and precision, so that a trial's score does not depend
+        # on which branch its chunk took (--nj N parts of a list give the --nj 1 bytes).
+        dist = np.empty(enroll_rows.size)
         for start in range(0, enroll_rows.size, SUB_CHUNK):
-            diff = Ye32[enroll_rows[start:start + SUB_CHUNK]]
-            diff -= Yt32[test_rows[start:start + SUB_CHUNK]]
-            out[start:start + SUB_CHUNK] = np.einsum("ij,ij->i", diff, diff)
-        return -out
+            e, t = enroll_rows[start:start + SUB_CHUNK], test_rows[start:start + SUB_CHUNK]
+            dist[start:start + SUB_CHUNK] = qe[e] + qt[t] - 2.0 * np.einsum("ij,ij->i", Ye[e],
+                                                                            Yt[t])
+        return -np.maximum(dist, 0.0)
 
     if opts.score_norm != "none":
         cohort_keys, Yc = read_projected(opts.cohort, A, "cohort")

@@ -102,6 +102,7 @@ split_trials() {
       { echo "$0: missing $enroll_keys or $test_keys" >&2; return 1; }
     awk -v ek="$enroll_keys" -v tk="$test_keys" '
       BEGIN { while ((getline l < ek) > 0) { split(l, f); enroll[f[1]] }
+              close(ek)   # the two may be one file (VoxCeleb: both sides from one table)
               while ((getline l < tk) > 0) { split(l, f); test[f[1]] } }
       ($1 in enroll) && ($2 in test) { print $1, $2 }' "$trials" > "$dir/known" || return 1
     all=$(wc -l < "$trials")
@@ -139,8 +140,10 @@ system_label() {
     triplet_plda) echo "TripletMetric (PLDA latent)" ;;
     pauc_plda_adapt) echo "pAUCMetric (PLDA-adp latent)" ;;
     triplet_plda_adapt) echo "TripletMetric (PLDA-adp latent)" ;;
+    cosine_raw) echo "Cosine (raw vectors)" ;;
     cosine) echo "Cosine" ;;
     plda) echo "PLDA" ;;
+    pauc_auto) echo "pAUCMetric (auto)" ;;
     plda_adapt) echo "PLDA-adp" ;;
     *) echo "$1" ;;
   esac
