@@ -20,7 +20,8 @@ CHUNK_SIZE = 1 << 20
 MAX_WARNINGS = 20       # Kaldi warns once per trial with an unknown key; we stop after these
 EARLY_CHECK = 1000      # trials looked up before judging whether the tables fit the trials
 _LABEL_TOKENS = {b"0", b"1", b"target", b"nontarget"}
-VOXCELEB_CONVERTER = "id10270/x6uYqmx31kE/00001.wav -> id10270-x6uYqmx31kE-00001"
+VOXCELEB_CONVERTER = ("convert-voxceleb-trials <list> <trials>, which maps id10270/x6uYqmx31kE/"
+                      "00001.wav to Kaldi's key id10270-x6uYqmx31kE-00001")
 MIN_JUDGED = 10         # a shorter list is never judged: its warnings say enough
 
 
@@ -56,8 +57,8 @@ def _diagnose(key1, key2, enroll, test, enroll_name, test_name):
     if first.size <= 4 and set(first.tolist()) <= _LABEL_TOKENS:
         return ("its first column holds labels (e.g. %s), as a VoxCeleb list (`1 id10270/"
                 "x6uYqmx31kE/00001.wav id10270/8jEAjG6SegY/00008.wav`) does: convert it into "
-                "Kaldi's `<enroll-key> <test-key> target|nontarget` with Kaldi's keys "
-                "(%s)" % (key1[0].decode("utf-8", "replace"), VOXCELEB_CONVERTER))
+                "Kaldi's `<enroll-key> <test-key> target|nontarget` with %s"
+                % (key1[0].decode("utf-8", "replace"), VOXCELEB_CONVERTER))
     parts = []
     if in_enroll1 < 0.5:
         parts.append("%d%% of its first keys (e.g. %s) are in the %s vectors" % (
