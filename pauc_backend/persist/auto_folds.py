@@ -194,7 +194,7 @@ def check_digest(info, digest, where):
                          "the options of this run" % (where, "; ".join(diff) or "?"))
 
 
-def run_fold_job(model, X, y, groups, stage, folds, fold_dir, binary=True, log=None):
+def run_fold_job(model, X, y, groups, stage, folds, fold_dir, log=None):
     """Stage ``stage`` of the cross-fitting on ``folds`` (0-based), written to fold_dir."""
     digest = run_digest(model, X, y, groups)
     try:
@@ -206,7 +206,7 @@ def run_fold_job(model, X, y, groups, stage, folds, fold_dir, binary=True, log=N
         results = model.cross_fit_stage(plan, stage, folds)
     except ValueError as err:
         raise KaldiError("Cannot cross-fit: %s" % err) from None
-    write_fold_outputs(fold_dir, stage, folds, results, work, digest, binary=binary)
+    write_fold_outputs(fold_dir, stage, folds, results, work, digest)
     if log is not None:
         log("Wrote stage %d of fold%s %s of %d to %s (%s at LDA %s)" % (
             stage, "s" if len(folds) > 1 else "", ",".join(str(k + 1) for k in folds),

@@ -234,8 +234,8 @@ def run(opts, args):
             log.log("Job %d of %d has no fold (--num-folds=%d): nothing to do"
                     % (opts.fold, opts.fold_jobs, opts.num_folds))
             return 0
-        run_fold_job(model, X, labels, groups, opts.fold_stage, folds, model_dir,
-                     binary=opts.binary, log=log.log)
+        # always binary: the held-out scores must come back as the same doubles
+        run_fold_job(model, X, labels, groups, opts.fold_stage, folds, model_dir, log=log.log)
         progress.close()
         return 0
     if opts.combine:
