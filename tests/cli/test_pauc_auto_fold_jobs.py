@@ -157,3 +157,15 @@ def test_fold_job_options_are_checked(data, tmp_path, options, message):
     (line,) = errors(proc)
     assert message in line
     assert list(tmp_path.iterdir()) == []
+
+
+def test_fold_outputs_are_exact_doubles_whatever_binary_says(data, tmp_path):
+    """--binary=false writes text model pieces; the held-out scores stay binary (text would
+    round them and change the choice or the fusion)."""
+    folds = tmp_path / "folds"
+    for stage in (1, 2):
+        run_stage(data, folds, stage, 3, "--binary=false")
+    assert (folds / "stage1.fold1/scores.6").read_bytes().startswith(b"\0B")
+    proc = train(data, tmp_path / "model", "--combine=%s" % folds)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert files(tmp_path / "model") == files(data / "single")
