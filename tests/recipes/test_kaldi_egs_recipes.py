@@ -612,3 +612,23 @@ def test_pauc_auto_folds_as_run_pl_jobs_give_the_single_process_model(kaldi_root
     assert sorted(p.name for p in (jobs / "pauc_auto_folds").iterdir()) == \
         ["stage%d.fold%d" % (s, k) for s in (1, 2) for k in (1, 2, 3)]
     assert (single / "scores/pauc_auto").read_bytes() == (jobs / "scores/pauc_auto").read_bytes()
+
+
+def test_sitw_auto_stage_folds_as_run_pl_jobs_give_the_nj1_model(sitw_real):
+    """recipes/sitw stage 16 (--auto true) through the egs directory's cmd.sh (Kaldi's own
+    run.pl): --nj 3 runs the folds as JOB=1:3 jobs and writes the --nj 1 model and scores."""
+    golden, egs, nnet, _ = sitw_real
+    auto = nnet / "pauc_auto"
+    outputs = {}
+    for nj in (1, 3):
+        proc = run_real("sitw", egs, "--use-kaldi=true", "--nj=%d" % nj, "--stage=16",
+                        "--auto=true", "--auto-opts=%s" % AUTO_OPTS)
+        stdout = proc.stdout.decode()
+        for task in ("dev", "eval"):
+            assert "pAUCMetric (auto), sitw_%s Core:\nEER: " % task in stdout
+        outputs[nj] = (snapshot(auto / "pauc_auto", "*"),
+                       snapshot(nnet / "scores", "sitw_*_core_scores_pauc_auto"))
+    assert sorted(p.name for p in (auto / "log").glob("fold*.log")) == \
+        ["fold.%d.log" % j for j in (1, 2, 3)] + ["fold_screen.%d.log" % j for j in (1, 2, 3)]
+    assert "# Accounting:" in (auto / "log/fold.3.log").read_text()       # run.pl's
+    assert len(outputs[1][1]) == 2 and outputs[1] == outputs[3]

@@ -19,6 +19,7 @@
 # queue.pl or slurm.pl: stage 1 (JOB=1:N, log/fold_screen.JOB.log) and stage 2 (JOB=1:N,
 # log/fold.JOB.log) write <exp-dir>/pauc_auto_folds, then train-pauc-auto --combine chooses and
 # trains the back-end from them: the same model files as with --nj 1).
+# --spk2utt FILE (default <train-data-dir>/spk2utt, for x-vector directories without one).
 # Logs: <exp-dir>/log/{train,score}_pauc_auto.log.
 
 utils=$(dirname "$(readlink -f "$0")")/../utils
@@ -28,6 +29,7 @@ num_utts=
 auto_opts=
 progress_interval=30
 nj=1
+spk2utt=
 . $utils/parse_options.sh || exit 1
 . $utils/progress.sh || exit 1
 if [ $# -ne 5 ]; then
@@ -38,6 +40,7 @@ fi
 set -o pipefail
 train=$1 enroll=$2 test=$3 trials=$4 exp=$5
 mkdir -p $exp/scores $exp/log || exit 1
+spk2utt=${spk2utt:-$train/spk2utt}
 
 combine=
 if [ "$nj" -gt 1 ]; then
@@ -48,7 +51,7 @@ if [ "$nj" -gt 1 ]; then
     with_progress "$exp/log/$name.*.log" \
       $cmd JOB=1:$nj $exp/log/$name.JOB.log \
       train-pauc-auto --fold-stage=$stage --fold=JOB --fold-jobs=$nj \
-      --enroll-utts=$enroll_utts $auto_opts scp:$train/xvector.scp ark:$train/spk2utt \
+      --enroll-utts=$enroll_utts $auto_opts scp:$train/xvector.scp ark:$spk2utt \
       $exp/pauc_auto_folds || exit 1
   done
   combine=--combine=$exp/pauc_auto_folds
@@ -57,7 +60,7 @@ echo "$0: train-pauc-auto --enroll-utts=$enroll_utts $auto_opts $combine (log: $
 with_progress $exp/log/train_pauc_auto.log \
   $cmd $exp/log/train_pauc_auto.log \
   train-pauc-auto $combine --enroll-utts=$enroll_utts $auto_opts scp:$train/xvector.scp \
-  ark:$train/spk2utt $exp/pauc_auto || exit 1
+  ark:$spk2utt $exp/pauc_auto || exit 1
 # What was chosen and its cross-fitted figures (all of them: <exp>/pauc_auto/system.txt).
 awk -v script="$0" '$1 == "system" || $1 == "lda_dim" || $1 ~ /^heldout_(pauc|eer|min_dcf)$/ {
     line = line (line == "" ? "" : ", ") $1 " " $2 }

@@ -143,6 +143,7 @@ system_label() {
     cosine) echo "Cosine" ;;
     plda) echo "PLDA" ;;
     plda_adapt) echo "PLDA-adp" ;;
+    pauc_auto) echo "pAUCMetric (auto)" ;;
     *) echo "$1" ;;
   esac
 }
