@@ -632,3 +632,20 @@ def test_sitw_auto_stage_folds_as_run_pl_jobs_give_the_nj1_model(sitw_real):
         ["fold.%d.log" % j for j in (1, 2, 3)] + ["fold_screen.%d.log" % j for j in (1, 2, 3)]
     assert "# Accounting:" in (auto / "log/fold.3.log").read_text()       # run.pl's
     assert len(outputs[1][1]) == 2 and outputs[1] == outputs[3]
+
+
+def test_sre16_auto_stage_folds_as_run_pl_jobs_give_the_nj1_model(sre16_real):
+    """recipes/sre16 stage 13 (--auto true) through Kaldi's run.pl (the egs cmd.sh): --nj 3
+    writes the --nj 1 model and scores, reported pooled and per language."""
+    golden, egs, _ = sre16_real
+    auto = egs / "exp/pauc_auto"
+    outputs = {}
+    for nj in (1, 3):
+        proc = run_real("sre16", egs, "--use-kaldi=true", "--nj=%d" % nj, "--stage=13",
+                        "--auto=true", "--auto-opts=%s" % AUTO_OPTS)
+        stdout = proc.stdout.decode()
+        assert "Using pAUCMetric (auto), EER: Pooled " in stdout and "Cantonese" in stdout
+        outputs[nj] = (snapshot(auto / "pauc_auto", "*"),
+                       (egs / "exp/scores/sre16_eval_scores_pauc_auto").read_bytes())
+    assert "# Accounting:" in (auto / "log/fold_screen.2.log").read_text()   # run.pl's
+    assert outputs[1] == outputs[3]
