@@ -203,9 +203,13 @@ class AutoBackend:
         folds)`` on each job's folds and ``add_fold_results(plan, stage, results)`` of all
         folds; then ``finish(plan)``. Stage 2 depends on stage 1 of every fold."""
         plan = self.prepare(X, y, groups)
-        for stage in (1, 2):
-            self.add_fold_results(plan, stage, self.cross_fit_stage(plan, stage))
-        return self.finish(plan)
+        try:
+            for stage in (1, 2):
+                self.add_fold_results(plan, stage, self.cross_fit_stage(plan, stage))
+            return self.finish(plan)
+        finally:
+            if self._heartbeat is not None:
+                self._heartbeat.close()
 
     def prepare(self, X, y, groups=None):
         """Check the data, deal the speaker folds, build every fold's held-out trials; the

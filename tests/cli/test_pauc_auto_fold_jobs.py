@@ -71,6 +71,23 @@ def test_fold_jobs_and_combine_write_the_single_process_model_byte_for_byte(data
     assert files(tmp_path / "model") == files(data / "single")
 
 
+@pytest.mark.parametrize("variant", [["--lda-dims=10"], ["--lda-selection=all"]])
+def test_without_the_lda_screening_stage_one_does_everything(data, tmp_path, variant):
+    """One LDA dimension, or every candidate at every dimension: stage 2 has nothing to do
+    (its outputs say so) and --combine reads stage 1 alone."""
+    single = train(data, tmp_path / "single", *variant)
+    assert single.returncode == 0, single.stderr.decode()
+    folds = tmp_path / "folds"
+    run_stage(data, folds, 1, 3, *variant)
+    last = run_stage(data, folds, 2, 3, *variant)
+    assert "nothing to cross-fit" in last.stderr.decode()
+    assert json.loads((folds / "stage2.fold3/info.json").read_text())["tasks"] == []
+    shutil.rmtree(folds / "stage2.fold3")          # not needed by --combine
+    proc = train(data, tmp_path / "model", "--combine=%s" % folds, *variant)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert files(tmp_path / "model") == files(tmp_path / "single")
+
+
 def test_each_job_does_its_folds_and_stage_two_cross_fits_at_the_screened_dimension(data,
                                                                                    tmp_path):
     folds = tmp_path / "folds"
