@@ -186,3 +186,10 @@ def test_fold_outputs_are_exact_doubles_whatever_binary_says(data, tmp_path):
     proc = train(data, tmp_path / "model", "--combine=%s" % folds)
     assert proc.returncode == 0, proc.stderr.decode()
     assert files(tmp_path / "model") == files(data / "single")
+
+
+def test_help_documents_the_fold_jobs():
+    text = run_tool("train-pauc-auto", "--help").stdout.decode()
+    for words in ("--fold-stage=1 --fold=JOB \\\n", "--combine=<fold-dir>", "--fold-jobs",
+                  "same model files as one process", "digest"):
+        assert words in text, words

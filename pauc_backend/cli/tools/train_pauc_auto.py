@@ -47,9 +47,9 @@ Progress: a LOG line "Progress: fold k of n, LDA d: <system> metric, iteration i
 elapsed ..., estimated remaining ..." at least every --progress-interval seconds of work, also
 from the worker processes of --num-jobs (one whole line each).
 Folds as separate jobs (e.g. through $train_cmd = run.pl, queue.pl or slurm.pl):
-  $train_cmd JOB=1:NJ log/fold_screen.JOB.log train-pauc-auto --fold-stage=1 --fold=JOB \
+  $train_cmd JOB=1:NJ log/fold_screen.JOB.log train-pauc-auto --fold-stage=1 --fold=JOB \\
      --fold-jobs=NJ [options] <vectors> <spk2utt> <fold-dir>
-  $train_cmd JOB=1:NJ log/fold.JOB.log train-pauc-auto --fold-stage=2 --fold=JOB \
+  $train_cmd JOB=1:NJ log/fold.JOB.log train-pauc-auto --fold-stage=2 --fold=JOB \\
      --fold-jobs=NJ [options] <vectors> <spk2utt> <fold-dir>
   train-pauc-auto --combine=<fold-dir> [options] <vectors> <spk2utt> <model-dir-out>
 Job J does folds J, J+NJ, ...; stage 1 cross-fits what needs no other fold (PLDA and cosine
