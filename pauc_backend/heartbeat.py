@@ -79,8 +79,10 @@ class Heartbeat:
         self.lines = 0
 
     def begin(self):
+        """A new pass: elapsed time and the estimate count from now (the next line is still
+        due ``interval`` after the last one)."""
         with _LOCK:
-            self._start = self._last = self.clock()
+            self._start = self.clock()
 
     def note(self, **fields):
         """New status; logs it if a line is due (always with interval 0)."""

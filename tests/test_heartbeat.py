@@ -32,6 +32,10 @@ def test_a_line_is_due_once_the_interval_has_passed_since_the_last():
     clock.now += 10
     hb.note(step="x", fraction=0.5)
     assert len(lines) == 1           # the next one 30 s after the last line, not the start
+    hb.begin()                       # a new pass: elapsed restarts, the line stays due on time
+    clock.now += 20
+    hb.note(step="y", fraction=0.5)
+    assert lines[-1] == "Progress: y; elapsed 20s, estimated remaining 20s"
 
 
 def test_interval_zero_logs_every_note_and_an_unknown_fraction_says_so():

@@ -556,6 +556,8 @@ class AutoBackend:
         at the first dim that has it, and reported as "no LDA" (lda_dim 0)."""
         results = []
         done = set()
+        if getattr(self, "_heartbeat", None) is not None:
+            self._heartbeat.begin()
         for step, (dim, (name, mem)) in enumerate(itertools.product(dims, members.items())):
             self._note(where="rating candidates", step="%s at LDA %s" % (
                 name, dim_label(dim)), fraction=step / (len(dims) * len(members)))
