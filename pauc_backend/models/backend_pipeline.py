@@ -140,6 +140,8 @@ class BackendPipeline:
             from pauc_backend.workers import fork_pool
             global _SHARED
             _SHARED = (self, y, jobs, num_steps)
+            if self.progress is not None:     # the workers report, this process waits
+                self.progress(step=None, fraction=None)
             try:
                 with fork_pool(len(jobs)) as pool:
                     fitted = pool.map(_fit_metric, range(len(jobs)))

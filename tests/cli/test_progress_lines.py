@@ -99,3 +99,14 @@ def test_the_interval_is_declared_and_documented():
         assert "--progress-interval" in text and "estimated remaining" in text
         proc = run_tool(tool, "--progress-interval=-1", "a", "b", "c")
         assert proc.returncode == 255
+
+
+def test_the_final_metrics_trained_in_two_workers_both_report(data, tmp_path):
+    """The kept fusion of both metrics: with --num-jobs 2 they train at once in two forked
+    processes (the parent waits silently), and each logs its own iterations."""
+    lines = train_auto(data, tmp_path / "model", "--progress-interval=0", "--num-jobs=2",
+                       "--candidates=pauc_lnorm+pauc_latent", "--lda-dims=10")
+    assert all(LINE.match(l) for l in lines), [l for l in lines if not LINE.match(l)]
+    final = [t for t in progress(lines) if t.startswith("Progress: final ")]
+    for name in ("pauc_lnorm", "pauc_latent"):
+        assert any(": %s metric, iteration 30 of 30;" % name in t for t in final), name
