@@ -210,6 +210,7 @@ class AutoBackend:
         finally:
             if self._heartbeat is not None:
                 self._heartbeat.close()
+            self._heartbeat = None            # a fitted model holds no thread (picklable)
 
     def prepare(self, X, y, groups=None):
         """Check the data, deal the speaker folds, build every fold's held-out trials; the
@@ -391,6 +392,7 @@ class AutoBackend:
             self.pipeline_.progress = None
             if hb is not None:
                 hb.close()
+            self._heartbeat = None
         self.n_features_in_ = X.shape[1]
         return self
 
