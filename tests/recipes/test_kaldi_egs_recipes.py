@@ -10,6 +10,7 @@ model files (sitw, which centres on the training mean). --nj 3 must give byte-id
 
 import filecmp
 import math
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -570,7 +571,8 @@ def test_recipe_without_egs_dir_prints_usage(recipe, tmp_path):
 
 # ------------------------------------------------ steps/pauc_auto.sh: the folds as run.pl jobs
 AUTO_OPTS = ("--num-folds=3 --lda-dims=16,32 --candidates=plda,pauc_lnorm,plda+pauc_latent,dplda "
-             "--dplda-lambdas=100,10 --num-iters=30 --batch-size=50 --num-jobs=1")
+             "--dplda-lambdas=100,10 --num-iters=30 --batch-size=50 --num-jobs=2 "
+             "--progress-interval=0")
 
 
 def run_pauc_auto_step(golden, root, exp, *options):
@@ -607,6 +609,12 @@ def test_pauc_auto_folds_as_run_pl_jobs_give_the_single_process_model(kaldi_root
         ["fold_screen.%d.log" % j for j in (1, 2, 3)]
     assert all("# Accounting:" in (jobs / "log" / name).read_text() for name in logs)  # run.pl's
     assert "--fold=2 " in (jobs / "log/fold.2.log").read_text().splitlines()[0]
+    # whole lines only, from the jobs and their worker processes (--num-jobs=2)
+    for name in logs:
+        lines = (jobs / "log" / name).read_text().splitlines()
+        assert all(re.match(r"(#( |$)|train-pauc-auto |LOG \(train-pauc-auto\[)", l)
+                   for l in lines), name
+        assert any(") Progress: fold " in l for l in lines)
     assert "--combine=" in (jobs / "log/train_pauc_auto.log").read_text()
     assert snapshot(single / "pauc_auto", "*") == snapshot(jobs / "pauc_auto", "*")
     assert sorted(p.name for p in (jobs / "pauc_auto_folds").iterdir()) == \
