@@ -124,6 +124,8 @@ def _fold_job_options(opts):
                          % opts.fold_stage)
     if opts.fold and not opts.fold_stage:
         raise KaldiError("--fold=%d needs --fold-stage=1 or 2" % opts.fold)
+    if opts.fold_stage:
+        job_folds(opts.fold, opts.fold_jobs, max(2, opts.num_folds))   # the job number
 
 
 def parse_dims(text):
