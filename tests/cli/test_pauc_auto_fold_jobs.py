@@ -193,3 +193,32 @@ def test_help_documents_the_fold_jobs():
     for words in ("--fold-stage=1 --fold=JOB \\\n", "--combine=<fold-dir>", "--fold-jobs",
                   "same model files as one process", "digest"):
         assert words in text, words
+
+
+def test_a_killed_fold_job_leaves_no_output(data, tmp_path):
+    """Killed while it cross-fits (after its first progress line): no stage directory and no
+    temporary one, so --combine can only see complete folds."""
+    import signal
+    import subprocess
+    import sys
+
+    from conftest import BIN, tool_env
+    folds = tmp_path / "folds"
+    folds.mkdir()
+    proc = subprocess.Popen([sys.executable, str(BIN / "train-pauc-auto"), *OPTS,
+                             "--progress-interval=0", "--fold-stage=1", "--fold=1",
+                             "ark:%s" % (data / "train.ark"), "ark:%s" % (data / "spk2utt"),
+                             str(folds)], stderr=subprocess.PIPE, env=tool_env())
+    try:
+        for raw in proc.stderr:
+            if b"Progress: fold 1 of 3" in raw:
+                break
+        proc.send_signal(signal.SIGTERM)
+        proc.stderr.read()
+        code = proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert code == -signal.SIGTERM
+    assert list(folds.iterdir()) == []
