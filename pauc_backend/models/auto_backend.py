@@ -39,6 +39,7 @@ import itertools
 
 import numpy as np
 
+from pauc_backend.heartbeat import Heartbeat
 from pauc_backend.models import selection
 from pauc_backend.models.backend_pipeline import (DIM_FREE_SYSTEMS, DPLDA_LAMBDAS, PLDA_SYSTEMS,
                                                   SYSTEMS, BackendPipeline, base_system)
@@ -94,7 +95,10 @@ class AutoBackend:
     max_fusion_trials: held-out trials the kept candidate's fusion is trained on (non-targets
         subsampled beyond it); max_rating_fusion_trials: the same for the cross-fitted
         fusions that only RATE candidates (cheaper; 0 = no limit).
-    log: a callable taking one line, or None.
+    log: a callable taking one line, or None. progress: the same for the progress lines
+        (heartbeat.Heartbeat: fold, step, iteration, elapsed, estimated remaining), at least
+        one every ``progress_interval`` seconds of work (0: one at every step), also from
+        forked workers.
     max_trials: held-out trials per fold at most (None: all); beyond it the targets are kept
         and the non-targets sampled in per-speaker quotas (models.crossfit, which states the
         variance this adds to the held-out pAUC).
@@ -106,7 +110,9 @@ class AutoBackend:
                  max_fusion_trials=300000, max_rating_fusion_trials=100000,
                  lda_selection="cheap", asnorm_top_n=100, n_jobs=1,
                  selection="1se", dplda_lambdas=DPLDA_LAMBDAS, random_state=0, log=None,
-                 max_trials=3000000):
+                 max_trials=3000000, progress=None, progress_interval=30.0):
+        self.progress = progress
+        self.progress_interval = progress_interval
         self.selection = selection
         self.dplda_lambdas = dplda_lambdas
         self.lda_dims = lda_dims
@@ -190,8 +196,28 @@ class AutoBackend:
 
     def fit(self, X, y, groups=None):
         """Cross-fit every candidate on raw training vectors X (n, D) with speaker labels y,
-        keep one by held-out pAUC[alpha, beta] (``selection``), retrain it on all speakers."""
+        keep one by held-out pAUC[alpha, beta] (``selection``), retrain it on all speakers.
+
+        The same in steps, for folds run as separate jobs (train-pauc-auto --fold-stage):
+        ``plan = prepare(X, y, groups)``; for stage 1 then 2, ``cross_fit_stage(plan, stage,
+        folds)`` on each job's folds and ``add_fold_results(plan, stage, results)`` of all
+        folds; then ``finish(plan)``. Stage 2 depends on stage 1 of every fold."""
+        plan = self.prepare(X, y, groups)
+        try:
+            for stage in (1, 2):
+                self.add_fold_results(plan, stage, self.cross_fit_stage(plan, stage))
+            return self.finish(plan)
+        finally:
+            if self._heartbeat is not None:
+                self._heartbeat.close()
+            self._heartbeat = None            # a fitted model holds no thread (picklable)
+
+    def prepare(self, X, y, groups=None):
+        """Check the data, deal the speaker folds, build every fold's held-out trials; the
+        plan of the cross-fitting (a CrossFitPlan). Resets the held-out scores."""
         X, y, members = self._check(X, y, groups)
+        self._heartbeat = (Heartbeat(self.progress, self.progress_interval)
+                           if self.progress is not None else None)
         needed = tuple(dict.fromkeys(m for mem in members.values() for m in mem))
         speakers, fold_of = speaker_folds(y, self.num_folds, self.random_state)
         spk_index = np.searchsorted(speakers, y)
@@ -209,6 +235,8 @@ class AutoBackend:
         # Held-out trials of each fold (independent of the LDA dimension).
         trials = []
         for k in range(self.num_folds):
+            self._note(where="held-out trials of fold %d of %d" % (k + 1, self.num_folds),
+                       fraction=k / self.num_folds)
             rows = np.flatnonzero(vec_fold == k)
             t = HeldOutTrials(y, rows, int(self.enroll_utts), groups,
                               self.max_utts_per_speaker, self.random_state + 1000 + k,
@@ -225,33 +253,113 @@ class AutoBackend:
                       "%d (%d target%s)" % (t.is_target.size, t.num_target,
                                             ", sampled" if t.sampled else "")
                       for t in trials)))
-
-        # Held-out scores: (fold, dim) -> {system: column}. With lda_selection="cheap" the
-        # dimensions are first compared with the cheap systems (PLDA, cosine) only; the
-        # metrics and the discriminative PLDA are then cross-fitted at the best dimension.
-        self.fold_scores_ = {}
-        self.dplda_lambda_ = None
-        cheap = tuple(s for s in needed if base_system(s) in ("plda", "cosine", "cosine_raw"))
         if self.lda_selection not in ("cheap", "all"):
             raise ValueError("lda_selection must be 'cheap' or 'all' (got %r)"
                              % self.lda_selection)
-        if self.lda_selection == "cheap" and len(dims) > 1 and len(cheap) < len(needed):
-            if _dim_free(cheap):
-                cheap += ("plda",)
-            self._cross_fit(X, y, vec_fold, trials, dims, cheap)
-            rated = [r for r in self._rate_all({c: (c,) for c in cheap}, dims, trials,
-                                               quiet=True)
-                     if not _dim_free(parse_candidate(r["candidate"]))]
-            if not rated:
-                raise ValueError("PLDA and cosine could not be trained at any LDA dimension")
-            best_dim = self._metric_dim(rated, X.shape[1])
-            have = self.fold_scores_.get((0, best_dim), {})
-            self._cross_fit(X, y, vec_fold, trials, [best_dim],
-                            tuple(s for s in needed if s not in have))
+        # With lda_selection="cheap" the dimensions are first compared with the cheap
+        # systems (PLDA, cosine) only (stage 1); the metrics and the discriminative PLDA are
+        # then cross-fitted at the best dimension (stage 2). Otherwise stage 1 does it all.
+        cheap = tuple(s for s in needed if base_system(s) in ("plda", "cosine", "cosine_raw"))
+        screen = self.lda_selection == "cheap" and len(dims) > 1 and len(cheap) < len(needed)
+        if screen and _dim_free(cheap):
+            cheap += ("plda",)
+        self.fold_scores_ = {}
+        self.dplda_lambda_ = None
+        return CrossFitPlan(X, y, groups, members, needed, vec_fold, trials, dims,
+                            cheap if screen else None)
+
+    def stage_work(self, plan, stage):
+        """(LDA dims, systems) cross-fitted in ``stage`` (1 or 2) on every fold. Stage 2
+        needs the held-out scores of stage 1 of EVERY fold (it picks the dimension)."""
+        if stage not in plan.work:
+            if stage == 1:
+                plan.work[1] = (plan.dims, plan.cheap or plan.needed)
+            elif stage == 2 and plan.cheap is None:
+                plan.work[2] = ([], ())
+            elif stage == 2:
+                self._need_folds(plan, 1)
+                rated = [r for r in self._rate_all({c: (c,) for c in plan.cheap}, plan.dims,
+                                                   plan.trials, quiet=True)
+                         if not _dim_free(parse_candidate(r["candidate"]))]
+                if not rated:
+                    raise ValueError("PLDA and cosine could not be trained at any LDA "
+                                     "dimension")
+                best_dim = self._metric_dim(rated, plan.X.shape[1])
+                have = self.fold_scores_.get((0, best_dim), {})
+                plan.work[2] = ([best_dim], tuple(s for s in plan.needed if s not in have))
+            else:
+                raise ValueError("stage must be 1 or 2 (got %r)" % (stage,))
+        return plan.work[stage]
+
+    def _need_folds(self, plan, stage):
+        missing = [k + 1 for k in range(self.num_folds) if k not in plan.done.get(stage, ())]
+        if missing:
+            raise ValueError("stage %d of fold%s %s not done" % (
+                stage, "s" if len(missing) > 1 else "", ",".join(map(str, missing))))
+
+    def cross_fit_stage(self, plan, stage, folds=None):
+        """Held-out scores of ``stage`` on ``folds`` (0-based; None: all), in n_jobs
+        processes if > 1: a list of ((dim, fold), {system: scores}, [(systems, error)]),
+        dims outer, folds inner. Nothing is stored (add_fold_results does)."""
+        dims, systems = self.stage_work(plan, stage)
+        folds = list(range(self.num_folds)) if folds is None else sorted(folds)
+        if not systems or not dims:
+            return []
+        tasks = [(dim, k) for dim in dims for k in folds]
+        hb = self._heartbeat
+        if hb is not None:
+            hb.begin()
+        if int(self.n_jobs) > 1 and len(tasks) > 1:
+            from pauc_backend.workers import fork_pool
+            import multiprocessing
+            global _SHARED
+            done = multiprocessing.get_context("fork").Value("i", 0)
+            _SHARED = (self, plan, systems, tasks, done)
+            if hb is not None:
+                hb.idle()                      # the workers report
+            try:
+                with fork_pool(int(self.n_jobs)) as pool:
+                    results = pool.map(_fold_task, range(len(tasks)))
+            finally:
+                _SHARED = None
         else:
-            self._cross_fit(X, y, vec_fold, trials, dims, needed)
+            results = []
+            for i, (dim, k) in enumerate(tasks):
+                results.append(self._fold_scores(plan, systems, dim, k,
+                                                 self._task_progress(dim, k, i, len(tasks))))
+        if hb is not None:
+            hb.idle()
+        return [(task,) + tuple(result) for task, result in zip(tasks, results)]
+
+    def add_fold_results(self, plan, stage, results):
+        """Store what cross_fit_stage returned (of one job, or of all) in fold_scores_; log
+        what could not be trained and, once a stage has every fold, what was cross-fitted."""
+        dims, systems = self.stage_work(plan, stage)
+        failed = {}
+        for (dim, k), scores, errors in results:
+            self.fold_scores_.setdefault((k, dim), {}).update(scores)
+            plan.done.setdefault(stage, set()).add(k)
+            for what, err in errors:
+                failed.setdefault((dim, what), (k, err))
+        if not systems or not dims:
+            plan.done[stage] = set(range(self.num_folds))
+        for (dim, what), (k, err) in sorted(failed.items()):
+            self._log("LDA %s: %s could not be trained (fold %d: %s); skipped"
+                      % (dim_label(dim), what, k + 1, err))
+        if systems and len(plan.done.get(stage, ())) == self.num_folds:
+            for dim in dims:
+                self._log("Cross-fitted %s at LDA %s on %d folds"
+                          % (", ".join(systems), dim_label(dim), self.num_folds))
+
+    def finish(self, plan):
+        """Choose the candidate from the held-out scores of every fold and stage, learn its
+        fusion on them, retrain it on all speakers; returns self."""
+        self._need_folds(plan, 1)
+        self.stage_work(plan, 2)
+        self._need_folds(plan, 2)
+        X, y, trials, members = plan.X, plan.y, plan.trials, plan.members
         self._choose_dplda_lambda(trials)
-        self.cv_results_ = self._rate_all(members, dims, trials)
+        self.cv_results_ = self._rate_all(members, plan.dims, trials)
         if not self.cv_results_:
             raise ValueError("no candidate could be rated")
         self._choose(X.shape[1])
@@ -260,6 +368,7 @@ class AutoBackend:
         self.lda_dim_ = dim
 
         # Fusion/calibration weights on all held-out scores, then retrain on everything.
+        self._note(where="fusion weights of %s" % name)
         score_dim = self.chosen_["score_dim"]
         pooled = np.concatenate([self._columns(k, score_dim, self.members_)
                                  for k in range(self.num_folds)])
@@ -270,7 +379,20 @@ class AutoBackend:
         if self.dplda_lambda_ is not None:          # only the cross-fitted lambda
             self.pipeline_.dplda_lambdas = (self.dplda_lambda_,)
             self.pipeline_.dplda_lambda = self.dplda_lambda_
-        self.pipeline_.fit(X, y, n_jobs=self.n_jobs)
+        hb = self._heartbeat
+        if hb is not None:
+            hb.begin()
+            where = "final %s (LDA %s) on all %d speakers" % (name, dim_label(dim),
+                                                              self.num_speakers_)
+            self.pipeline_.progress = lambda step=None, **f: (
+                hb.note(where=where, step=step, **f) if step is not None else hb.idle())
+        try:
+            self.pipeline_.fit(X, y, n_jobs=self.n_jobs)
+        finally:
+            self.pipeline_.progress = None
+            if hb is not None:
+                hb.close()
+            self._heartbeat = None
         self.n_features_in_ = X.shape[1]
         return self
 
@@ -357,41 +479,34 @@ class AutoBackend:
     def _columns(self, k, dim, mem):
         return np.stack([self.fold_scores_[k, dim][m] for m in mem], axis=1)
 
-    def _cross_fit(self, X, y, vec_fold, trials, dims, systems):
-        """Fill fold_scores_ for ``systems`` at ``dims`` (in n_jobs processes if > 1)."""
-        if not systems:
-            return
-        tasks = [(dim, k) for dim in dims for k in range(self.num_folds)]
-        if int(self.n_jobs) > 1 and len(tasks) > 1:
-            from pauc_backend.workers import fork_pool
-            global _SHARED
-            _SHARED = (self, X, y, vec_fold, trials, systems)
-            try:
-                with fork_pool(int(self.n_jobs)) as pool:
-                    results = pool.map(_fold_task, tasks)
-            finally:
-                _SHARED = None
-        else:
-            results = [self._fold_scores(X, y, vec_fold, trials, systems, dim, k)
-                       for dim, k in tasks]
-        failed = {}
-        for (dim, k), (scores, errors) in zip(tasks, results):
-            self.fold_scores_.setdefault((k, dim), {}).update(scores)
-            for what, err in errors:
-                failed.setdefault((dim, what), (k, err))
-        for (dim, what), (k, err) in sorted(failed.items()):
-            self._log("LDA %s: %s could not be trained (fold %d: %s); skipped"
-                      % (dim_label(dim), what, k + 1, err))
-        for dim in dims:
-            self._log("Cross-fitted %s at LDA %s on %d folds"
-                      % (", ".join(systems), dim_label(dim), self.num_folds))
+    def _note(self, **fields):
+        if getattr(self, "_heartbeat", None) is not None:
+            self._heartbeat.note(**fields)
 
-    def _fold_scores(self, X, y, vec_fold, trials, systems, dim, k):
+    def _task_progress(self, dim, k, index, total, done=None):
+        """The progress callable of task ``index`` of ``total`` (fold k at LDA dim): the
+        fraction of the pass is (tasks done + this task's fraction) / total; ``done`` is the
+        count shared by forked workers (None: ``index`` tasks are done)."""
+        hb = getattr(self, "_heartbeat", None)
+        if hb is None:
+            return None
+        where = "fold %d of %d, LDA %s" % (k + 1, self.num_folds, dim_label(dim))
+
+        def progress(step=None, fraction=None, **fields):
+            if step is None:
+                return hb.idle()
+            finished = index if done is None else done.value
+            hb.note(where=where, step=step, fraction=(finished + 0.95 * (fraction or 0.0))
+                    / total, **fields)
+        return progress
+
+    def _fold_scores(self, plan, systems, dim, k, progress=None):
         """Train on every fold but k, score fold k's held-out trials: ({system: scores},
         [(systems, error)] of what could not be trained). Systems needing the PLDA are
         dropped together when it cannot be estimated (e.g. more dimensions than vectors);
         the discriminative PLDA gives one column per lambda, "dplda@<lambda>"."""
-        train_rows = np.flatnonzero(vec_fold != k)
+        X, y, trials = plan.X, plan.y, plan.trials
+        train_rows = np.flatnonzero(plan.vec_fold != k)
         errors = []
         pipe = None
         # what remains without the PLDA, then without the LDA (raw cosine needs neither)
@@ -402,6 +517,7 @@ class AutoBackend:
                 attempts.append(fewer)
         for attempt in attempts:
             pipe = self._make_pipeline(dim, attempt, self.random_state + k)
+            pipe.progress = progress
             try:
                 pipe.fit(X[train_rows], y[train_rows])
                 break
@@ -413,14 +529,17 @@ class AutoBackend:
                 pipe = None
         if pipe is None:
             return {}, errors
+        pipe.progress = None
         t = trials[k]
+        if progress is not None:
+            progress(step="scoring %d held-out trials" % t.is_target.size, fraction=1.0)
         fe = pipe.features(t.enroll_vectors(X), t.num_utts)
         ft = pipe.features(X[t.test_rows], 1)
         scores = pipe.score(fe, ft, t.enroll_index, t.test_index, t.num_utts)
         out = {}
         for j, system in enumerate(pipe.systems):
-            if base_system(system) != "dplda":
-                out[system] = scores[:, j]
+            if base_system(system) != "dplda":     # contiguous, as after a fork or a file
+                out[system] = np.ascontiguousarray(scores[:, j])
         dplda = tuple(s for s in pipe.systems if base_system(s) == "dplda")
         if dplda:                       # the same pipeline, scoring with each lambda's model
             pipe.systems = dplda
@@ -430,7 +549,7 @@ class AutoBackend:
                 ft = pipe.features(X[t.test_rows], 1)
                 cols = pipe.score(fe, ft, t.enroll_index, t.test_index, t.num_utts)
                 for j, system in enumerate(dplda):
-                    out["%s@%r" % (system, lam)] = cols[:, j]
+                    out["%s@%r" % (system, lam)] = np.ascontiguousarray(cols[:, j])
         return out, errors
 
     def _rate_all(self, members, dims, trials, quiet=False):
@@ -439,33 +558,36 @@ class AutoBackend:
         at the first dim that has it, and reported as "no LDA" (lda_dim 0)."""
         results = []
         done = set()
-        for dim in dims:
-            for name, mem in members.items():
-                if not all(m in self.fold_scores_.get((k, dim), {}) for m in mem
-                           for k in range(self.num_folds)):
-                    continue
-                dim_free = _dim_free(mem)
-                if dim_free and name in done:
-                    continue
-                done.add(name)
-                per_fold = self._rate(dim, mem, trials)
-                if per_fold is None:
-                    self._log("Candidate %s, LDA %s: fusion failed, skipped"
-                              % (name, dim_label(dim)))
-                    continue
-                row = {"candidate": name, "lda_dim": 0 if dim_free else dim,
-                       "score_dim": dim, "folds": per_fold}
-                for key in ("pauc", "pauc_001", "eer", "min_dcf"):
-                    row[key] = float(np.mean([f[key] for f in per_fold]))
-                results.append(row)
-                if quiet:
-                    continue
-                extra = ("" if (self.alpha, self.beta) == (0.0, 0.01)
-                         else "  pAUC[0,0.01] %.4f" % row["pauc_001"])
-                self._log("Held-out %-36s LDA %4s: pAUC[%g,%g] %.4f  EER %.2f%%  "
-                          "minDCF(0.01) %.4f%s"
-                          % (name, dim_label(row["lda_dim"]), self.alpha, self.beta,
-                             row["pauc"], 100 * row["eer"], row["min_dcf"], extra))
+        if getattr(self, "_heartbeat", None) is not None:
+            self._heartbeat.begin()
+        for step, (dim, (name, mem)) in enumerate(itertools.product(dims, members.items())):
+            self._note(where="rating candidates", step="%s at LDA %s" % (
+                name, dim_label(dim)), fraction=step / (len(dims) * len(members)))
+            if not all(m in self.fold_scores_.get((k, dim), {}) for m in mem
+                       for k in range(self.num_folds)):
+                continue
+            dim_free = _dim_free(mem)
+            if dim_free and name in done:
+                continue
+            done.add(name)
+            per_fold = self._rate(dim, mem, trials)
+            if per_fold is None:
+                self._log("Candidate %s, LDA %s: fusion failed, skipped"
+                          % (name, dim_label(dim)))
+                continue
+            row = {"candidate": name, "lda_dim": 0 if dim_free else dim,
+                   "score_dim": dim, "folds": per_fold}
+            for key in ("pauc", "pauc_001", "eer", "min_dcf"):
+                row[key] = float(np.mean([f[key] for f in per_fold]))
+            results.append(row)
+            if quiet:
+                continue
+            extra = ("" if (self.alpha, self.beta) == (0.0, 0.01)
+                     else "  pAUC[0,0.01] %.4f" % row["pauc_001"])
+            self._log("Held-out %-36s LDA %4s: pAUC[%g,%g] %.4f  EER %.2f%%  "
+                      "minDCF(0.01) %.4f%s"
+                      % (name, dim_label(row["lda_dim"]), self.alpha, self.beta,
+                         row["pauc"], 100 * row["eer"], row["min_dcf"], extra))
         return results
 
     def _rate(self, dim, mem, trials):
@@ -550,11 +672,31 @@ def _dim_free(systems):
 _SHARED = None
 
 
-def _fold_task(task):
-    """One (dim, fold) of AutoBackend._cross_fit in a forked worker process."""
-    model, X, y, vec_fold, trials, systems = _SHARED
-    dim, k = task
-    return model._fold_scores(X, y, vec_fold, trials, systems, dim, k)
+def _fold_task(index):
+    """Task ``index`` (dim, fold) of AutoBackend.cross_fit_stage in a forked worker."""
+    model, plan, systems, tasks, done = _SHARED
+    dim, k = tasks[index]
+    progress = model._task_progress(dim, k, index, len(tasks), done)
+    try:
+        return model._fold_scores(plan, systems, dim, k, progress)
+    finally:
+        with done.get_lock():
+            done.value += 1
+        if progress is not None:
+            progress(step=None)           # idle until the next task
+
+
+class CrossFitPlan:
+    """What AutoBackend.prepare found: the data, candidates, folds, held-out trials, LDA
+    dimensions and (with the cheap LDA screening) the cheap systems of stage 1; ``work``
+    caches stage_work, ``done`` the folds of each stage whose results were added."""
+
+    def __init__(self, X, y, groups, members, needed, vec_fold, trials, dims, cheap):
+        self.X, self.y, self.groups = X, y, groups
+        self.members, self.needed = members, needed
+        self.vec_fold, self.trials, self.dims, self.cheap = vec_fold, trials, dims, cheap
+        self.work = {}
+        self.done = {}
 
 
 def all_fusions(systems=SYSTEMS):

@@ -67,8 +67,9 @@ class BackendPipeline:
 
     def __init__(self, lda_dim=100, systems=SYSTEMS, metric_params=None, alpha=0.0,
                  beta=0.01, asnorm_top_n=100, enroll_utts=0, dplda_lambdas=DPLDA_LAMBDAS,
-                 dplda_lambda=None, random_state=0):
+                 dplda_lambda=None, random_state=0, progress=None):
         self.lda_dim = lda_dim
+        self.progress = progress
         self.enroll_utts = enroll_utts
         self.dplda_lambdas = dplda_lambdas
         self.dplda_lambda = dplda_lambda
@@ -79,10 +80,29 @@ class BackendPipeline:
         self.beta = beta
         self.random_state = random_state
 
-    def _metric(self):
+    def _metric(self, callback=None):
         params = dict(DEFAULT_METRIC_PARAMS, **(self.metric_params or {}))
-        params.update(alpha=self.alpha, beta=self.beta, random_state=self.random_state)
+        params.update(alpha=self.alpha, beta=self.beta, random_state=self.random_state,
+                      callback=callback)
         return PaucMetric(**params)
+
+    def _note(self, step, fraction, **fields):
+        """Tell ``progress`` (a callable of keywords step, fraction, iteration, num_iters)
+        which step of ``fit`` runs and the fraction done; step None: this process is idle."""
+        if self.progress is not None:
+            self.progress(step=step, fraction=fraction, **fields)
+
+    def _metric_callback(self, name, index, count, num_steps):
+        """Per-iteration progress of the metric ``name`` (number ``index`` of ``count``)."""
+        if self.progress is None:
+            return None
+        num_iters = int(self._metric().num_iters)
+
+        def callback(record):
+            it = record["iteration"]
+            self._note("%s metric" % name, (num_steps - count + index + min(1.0, it / num_iters))
+                       / num_steps, iteration=it, num_iters=num_iters)
+        return callback
 
     def fit(self, X, y, n_jobs=1):
         """Train every piece on raw vectors X (n, D) with speaker labels y; with n_jobs > 1
@@ -91,6 +111,10 @@ class BackendPipeline:
         y = np.asarray(y)
         bases = self._bases()
         self.__dict__.pop("_cohort_feats", None)
+        num_metrics = len({"pauc_lnorm", "pauc_latent"} & bases)
+        num_steps = (1 + bool(set(PLDA_SYSTEMS) & bases) + ("dplda" in bases)
+                     + num_metrics)
+        self._note("mean and LDA", 0.0)
         # float32, as compute-vector-mean writes it and subtract-vector-mean applies it
         self.mean_ = X.astype(np.float64).mean(axis=0).astype(np.float32)
         centred = X - self.mean_
@@ -101,9 +125,11 @@ class BackendPipeline:
         Z = self.lda_.transform(centred)
         self.plda_ = None
         if set(PLDA_SYSTEMS) & bases:
+            self._note("PLDA", 1.0 / num_steps)
             self.plda_ = PLDA().fit(normalize_length(Z)[0], y)
         self.dplda_ = {}
         if "dplda" in bases:
+            self._note("discriminative PLDA", (num_steps - num_metrics - 1.0) / num_steps)
             self._fit_dplda(X, y)
         jobs = []
         if "pauc_lnorm" in bases:
@@ -113,14 +139,19 @@ class BackendPipeline:
         if int(n_jobs) > 1 and len(jobs) > 1:
             from pauc_backend.workers import fork_pool
             global _SHARED
-            _SHARED = (self, y, jobs)
+            _SHARED = (self, y, jobs, num_steps)
+            if self.progress is not None:     # the workers report, this process waits
+                self.progress(step=None, fraction=None)
             try:
                 with fork_pool(len(jobs)) as pool:
                     fitted = pool.map(_fit_metric, range(len(jobs)))
             finally:
                 _SHARED = None
         else:
-            fitted = [self._metric().fit(feats, y) for _, feats in jobs]
+            fitted = [self._metric(self._metric_callback(name, i, len(jobs), num_steps))
+                      .fit(feats, y) for i, (name, feats) in enumerate(jobs)]
+        for metric in fitted:
+            metric.callback = None
         self.metrics_ = {name: metric for (name, _), metric in zip(jobs, fitted)}
         self.cohort_ = self.cohort_counts_ = None
         if any(":" in s for s in self.systems):
@@ -292,8 +323,17 @@ _SHARED = None
 
 def _fit_metric(index):
     """One pAUCMetric of BackendPipeline.fit in a forked worker process."""
-    pipe, y, jobs = _SHARED
-    return pipe._metric().fit(jobs[index][1], y)
+    pipe, y, jobs, num_steps = _SHARED
+    name, feats = jobs[index]
+    # Both metrics train at once: each reports as if it were the first of one.
+    metric = pipe._metric(pipe._metric_callback(name, 0, 1, num_steps - len(jobs) + 1))
+    try:
+        metric.fit(feats, y)
+    finally:
+        if pipe.progress is not None:         # this worker is done: no more lines from it
+            pipe.progress(step=None, fraction=None)
+    metric.callback = None
+    return metric
 
 
 def _row_dots(E, T, enroll_rows, test_rows, block=1 << 16):

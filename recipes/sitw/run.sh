@@ -21,6 +21,9 @@
 #       latent space
 #   14  Cosine and metric scoring of both    -> ..._core_scores_{cosine,<loss>_<prep>}
 #   15  calibration trained on Dev.Core, applied to Eval.Core: actDCF and Cllr of every system
+#   16  with --auto true: pAUCMetric (auto), a whole back-end chosen by cross-fitting on the
+#       training speakers (steps/pauc_auto.sh; with --nj N > 1 its folds run as N jobs through
+#       $train_cmd), scored on both -> ..._core_scores_pauc_auto
 # Scoring stages echo EER, minDCF (p-target 0.01 and 0.001) and pAUC[0,0.01] like Kaldi echoes
 # EER. With --nj N the trial lists are split into N parts scored as JOB=1:N jobs through
 # $train_cmd (run.pl, queue.pl or slurm.pl from cmd.sh) and merged: identical to --nj 1.
@@ -36,6 +39,8 @@ lda_dim=128         # as egs/sitw/v2
 nnet_dir=exp/xvector_nnet_1a
 losses="pauc triplet"
 metric_opts=        # extra options for train-pauc-metric
+auto=false          # stage 16: pAUCMetric (auto)
+auto_opts=          # extra options for train-pauc-auto
 help_message="Usage: $0 [options] <egs-dir>      (e.g. . for the current directory)
   --stage N          first stage (10..15; default $stage)
   --stop-stage N     last stage
@@ -44,7 +49,9 @@ help_message="Usage: $0 [options] <egs-dir>      (e.g. . for the current directo
   --lda-dim N        LDA dimension (default $lda_dim)
   --nnet-dir DIR     x-vector directory (default $nnet_dir)
   --losses L         metrics to train, among \"pauc triplet\" (default \"$losses\")
-  --metric-opts S    extra options for train-pauc-metric"
+  --metric-opts S    extra options for train-pauc-metric
+  --auto B           stage 16: pAUCMetric (auto) (true|false, default $auto)
+  --auto-opts S      extra options for train-pauc-auto (e.g. \"--num-folds=3\")"
 if [ -f "$script_dir/../common/utils/parse_options.sh" ]; then
   . "$script_dir/../common/utils/parse_options.sh" || exit 1
 else
@@ -198,5 +205,26 @@ if [ $stage -le 15 ] && [ $stop_stage -ge 15 ]; then
              print "actDCF(p-target=0.01): " $col["actDCF(0.01)"] ", Cllr: " $col["Cllr"]; found = 1 }
            END { exit !found }') || { echo "$0: evaluating $llr failed" >&2; exit 1; }
     echo "$(system_label $system), sitw_eval Core calibrated on sitw_dev Core: $line"
+  done
+fi
+
+if $auto && [ $stage -le 16 ] && [ $stop_stage -ge 16 ]; then
+  # Trained on the raw training vectors, scored on the raw speaker means of the enrollment.
+  raw_enroll() {
+    echo "ark:$ivector_mean ark:data/sitw_$1_enroll/spk2utt scp:$nnet_dir/xvectors_sitw_$1_enroll/xvector.scp ark:- |"
+  }
+  auto_dir=$nnet_dir/pauc_auto
+  "$script_dir/../common/steps/pauc_auto.sh" --cmd "$train_cmd" --nj $nj \
+    --auto-opts "$auto_opts" --spk2utt data/train_combined_200k/spk2utt \
+    --num-utts ark:$nnet_dir/xvectors_sitw_dev_enroll/num_utts.ark $train "$(raw_enroll dev)" \
+    scp:$nnet_dir/xvectors_sitw_dev_test/xvector.scp $(trials_of dev) $auto_dir || exit 1
+  cp $auto_dir/scores/pauc_auto $scores_dir/sitw_dev_core_scores_pauc_auto || exit 1
+  $train_cmd $auto_dir/log/score_pauc_auto_eval.log \
+    score-pauc-auto --num-utts=ark:$nnet_dir/xvectors_sitw_eval_enroll/num_utts.ark \
+    $auto_dir/pauc_auto "$(raw_enroll eval)" scp:$nnet_dir/xvectors_sitw_eval_test/xvector.scp \
+    $(trials_of eval) $scores_dir/sitw_eval_core_scores_pauc_auto || exit 1
+  for task in dev eval; do
+    report "$(system_label pauc_auto), sitw_${task} Core:" \
+      $scores_dir/sitw_${task}_core_scores_pauc_auto $(trials_of $task) || exit 1
   done
 fi

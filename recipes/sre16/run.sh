@@ -19,6 +19,9 @@
 #   11  TripletMetric / pAUCMetric training on length-normalised vectors and in the latent
 #       spaces of the PLDA and the adapted PLDA
 #   12  Cosine and metric scoring            -> exp/scores/sre16_eval_scores_{cosine,<loss>_<prep>}
+#   13  with --auto true: pAUCMetric (auto), a whole back-end chosen by cross-fitting on the
+#       (out-of-domain) training speakers (steps/pauc_auto.sh; with --nj N > 1 its folds run as
+#       N jobs through $train_cmd)      -> exp/scores/sre16_eval_scores_pauc_auto
 # Each scoring stage echoes EER, minDCF (p-target 0.01) and pAUC[0,0.01], pooled and per language,
 # and SRE16's primary metric: Cprimary = mean of the minDCF at p-target 0.01 and 0.005 of the
 # rates equalised over partitions (compute-eer-pauc --partitions; NIST's equalised scoring).
@@ -39,8 +42,10 @@ lda_dim=150         # as egs/sre16/v2
 losses="pauc triplet"
 metric_opts=        # extra options for train-pauc-metric, e.g. "--num-iters=200"
 partitions=         # <enroll> <test> <partition> file for the equalised Cprimary (default: language)
+auto=false          # stage 13: pAUCMetric (auto)
+auto_opts=          # extra options for train-pauc-auto
 help_message="Usage: $0 [options] <egs-dir>      (e.g. . for the current directory)
-  --stage N          first stage (8..12; default $stage)
+  --stage N          first stage (8..13; default $stage)
   --stop-stage N     last stage
   --use-kaldi B      auto|true|false: Kaldi's binaries for the baseline stages (default $use_kaldi)
   --nj N             parallel scoring jobs through \$train_cmd (default $nj)
@@ -48,7 +53,9 @@ help_message="Usage: $0 [options] <egs-dir>      (e.g. . for the current directo
   --losses L         metrics to train, among \"pauc triplet\" (default \"$losses\")
   --metric-opts S    extra options for train-pauc-metric
   --partitions F     <enroll> <test> <partition> lines for the equalised Cprimary
-                     (default: the trial's language, from trials_tgl and trials_yue)"
+                     (default: the trial's language, from trials_tgl and trials_yue)
+  --auto B           stage 13: pAUCMetric (auto) (true|false, default $auto)
+  --auto-opts S      extra options for train-pauc-auto (e.g. \"--num-folds=3\")"
 if [ -f "$script_dir/../common/utils/parse_options.sh" ]; then
   . "$script_dir/../common/utils/parse_options.sh" || exit 1
 else
@@ -240,4 +247,14 @@ if [ $stage -le 12 ] && [ $stop_stage -ge 12 ]; then
       report "Using $(system_label $system)" exp/scores/sre16_eval_scores_$system || exit 1
     done
   done
+fi
+
+if $auto && [ $stage -le 13 ] && [ $stop_stage -ge 13 ]; then
+  # Trained on the raw training vectors, scored on the raw speaker means of the enrollment.
+  "$script_dir/../common/steps/pauc_auto.sh" --cmd "$train_cmd" --nj $nj \
+    --auto-opts "$auto_opts" --spk2utt data/sre_combined/spk2utt --num-utts $num_utts $train \
+    "ark:$ivector_mean ark:data/sre16_eval_enroll/spk2utt scp:$enroll/xvector.scp ark:- |" \
+    scp:$test/xvector.scp $sre16_trials exp/pauc_auto || exit 1
+  cp exp/pauc_auto/scores/pauc_auto exp/scores/sre16_eval_scores_pauc_auto || exit 1
+  report "Using $(system_label pauc_auto)" exp/scores/sre16_eval_scores_pauc_auto || exit 1
 fi

@@ -9,6 +9,7 @@ model files (sitw, which centres on the training mean). --nj 3 must give byte-id
 """
 
 import math
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -565,3 +566,93 @@ def test_recipe_without_egs_dir_prints_usage(recipe, tmp_path):
         assert proc.returncode == 1
         assert "Usage: " in proc.stderr.decode() and "<egs-dir>" in proc.stderr.decode()
         assert list(tmp_path.iterdir()) == []
+
+
+# ------------------------------------------------ steps/pauc_auto.sh: the folds as run.pl jobs
+AUTO_OPTS = ("--num-folds=3 --lda-dims=16,32 --candidates=plda,pauc_lnorm,plda+pauc_latent,dplda "
+             "--dplda-lambdas=100,10 --num-iters=30 --batch-size=50 --num-jobs=2 "
+             "--progress-interval=0")
+
+
+def run_pauc_auto_step(golden, root, exp, *options):
+    """steps/pauc_auto.sh on the golden training set, scoring the golden trials."""
+    trials = root / "trials"
+    if not trials.exists():
+        copy_set(golden, "train", root, "data/train", "data/train")
+        trials.write_text("".join(" ".join(line.split()[:2]) + "\n" for line in
+                                  (golden / "data/trials").read_text().splitlines()))
+    proc = subprocess.run(
+        ["bash", str(RECIPES / "common/steps/pauc_auto.sh"), "--progress-interval", "1",
+         "--auto-opts", AUTO_OPTS, *options, str(root / "data/train"),
+         "ark:%s" % (golden / "exp/enroll_spk_xvector.ark"),
+         "ark:%s" % (golden / "data/test/xvector.ark"), str(trials), str(exp)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=tool_env(), timeout=900)
+    assert proc.returncode == 0, proc.stdout.decode() + proc.stderr.decode()
+    return proc.stdout.decode()
+
+
+def test_pauc_auto_folds_as_run_pl_jobs_give_the_single_process_model(kaldi_root, golden,
+                                                                      tmp_path):
+    """steps/pauc_auto.sh --nj 3 through Kaldi's own utils/run.pl (stage 1 and 2 of the folds
+    as JOB=1:3 jobs, then --combine) writes the model files of --nj 1 byte for byte, and the
+    same scores."""
+    install_egs_scripts(tmp_path, kaldi_root)           # Kaldi's utils/run.pl, executable
+    single = tmp_path / "exp1"
+    run_pauc_auto_step(golden, tmp_path, single)
+    stdout = run_pauc_auto_step(golden, tmp_path, tmp_path / "exp3", "--nj", "3", "--cmd",
+                                str(tmp_path / "utils/run.pl"))
+    assert "--fold-stage=2, 3 jobs" in stdout
+    jobs = tmp_path / "exp3"
+    logs = sorted(p.name for p in (jobs / "log").glob("fold*.log"))
+    assert logs == ["fold.%d.log" % j for j in (1, 2, 3)] + \
+        ["fold_screen.%d.log" % j for j in (1, 2, 3)]
+    assert all("# Accounting:" in (jobs / "log" / name).read_text() for name in logs)  # run.pl's
+    assert "--fold=2 " in (jobs / "log/fold.2.log").read_text().splitlines()[0]
+    # whole lines only, from the jobs and their worker processes (--num-jobs=2)
+    for name in logs:
+        lines = (jobs / "log" / name).read_text().splitlines()
+        assert all(re.match(r"(#( |$)|train-pauc-auto |LOG \(train-pauc-auto\[)", l)
+                   for l in lines), name
+        assert any(") Progress: fold " in l for l in lines)
+    assert "--combine=" in (jobs / "log/train_pauc_auto.log").read_text()
+    assert snapshot(single / "pauc_auto", "*") == snapshot(jobs / "pauc_auto", "*")
+    assert sorted(p.name for p in (jobs / "pauc_auto_folds").iterdir()) == \
+        ["stage%d.fold%d" % (s, k) for s in (1, 2) for k in (1, 2, 3)]
+    assert (single / "scores/pauc_auto").read_bytes() == (jobs / "scores/pauc_auto").read_bytes()
+
+
+def test_sitw_auto_stage_folds_as_run_pl_jobs_give_the_nj1_model(sitw_real):
+    """recipes/sitw stage 16 (--auto true) through the egs directory's cmd.sh (Kaldi's own
+    run.pl): --nj 3 runs the folds as JOB=1:3 jobs and writes the --nj 1 model and scores."""
+    golden, egs, nnet, _ = sitw_real
+    auto = nnet / "pauc_auto"
+    outputs = {}
+    for nj in (1, 3):
+        proc = run_real("sitw", egs, "--use-kaldi=true", "--nj=%d" % nj, "--stage=16",
+                        "--auto=true", "--auto-opts=%s" % AUTO_OPTS)
+        stdout = proc.stdout.decode()
+        for task in ("dev", "eval"):
+            assert "pAUCMetric (auto), sitw_%s Core:\nEER: " % task in stdout
+        outputs[nj] = (snapshot(auto / "pauc_auto", "*"),
+                       snapshot(nnet / "scores", "sitw_*_core_scores_pauc_auto"))
+    assert sorted(p.name for p in (auto / "log").glob("fold*.log")) == \
+        ["fold.%d.log" % j for j in (1, 2, 3)] + ["fold_screen.%d.log" % j for j in (1, 2, 3)]
+    assert "# Accounting:" in (auto / "log/fold.3.log").read_text()       # run.pl's
+    assert len(outputs[1][1]) == 2 and outputs[1] == outputs[3]
+
+
+def test_sre16_auto_stage_folds_as_run_pl_jobs_give_the_nj1_model(sre16_real):
+    """recipes/sre16 stage 13 (--auto true) through Kaldi's run.pl (the egs cmd.sh): --nj 3
+    writes the --nj 1 model and scores, reported pooled and per language."""
+    golden, egs, _ = sre16_real
+    auto = egs / "exp/pauc_auto"
+    outputs = {}
+    for nj in (1, 3):
+        proc = run_real("sre16", egs, "--use-kaldi=true", "--nj=%d" % nj, "--stage=13",
+                        "--auto=true", "--auto-opts=%s" % AUTO_OPTS)
+        stdout = proc.stdout.decode()
+        assert "Using pAUCMetric (auto), EER: Pooled " in stdout and "Cantonese" in stdout
+        outputs[nj] = (snapshot(auto / "pauc_auto", "*"),
+                       (egs / "exp/scores/sre16_eval_scores_pauc_auto").read_bytes())
+    assert "# Accounting:" in (auto / "log/fold_screen.2.log").read_text()   # run.pl's
+    assert outputs[1] == outputs[3]

@@ -3,6 +3,7 @@
 import numpy as np
 
 from pauc_backend.persist.auto_backend import write_model_dir
+from pauc_backend.persist.auto_folds import combine, job_folds, run_fold_job
 from pauc_backend.cli.framework.kaldi_cli import Progress, Tool, format_float
 from pauc_backend.cli.framework.speaker_tables import gather_speakers
 from pauc_backend.cli.framework.vector_input import check_finite
@@ -41,6 +42,21 @@ The paper's algorithm alone: --candidates=pauc_latent --lda-dims=100 (with --num
 cross-fitting only serves to calibrate it). The choice before the "no LDA" candidates, the
 discriminative PLDA and the 1se rule: --lda-dims=100,150,200 --selection=best
 --candidates=<the old list, without cosine_raw and dplda>.
+
+Progress: a LOG line "Progress: fold k of n, LDA d: <system> metric, iteration i of N;
+elapsed ..., estimated remaining ..." at least every --progress-interval seconds of work, also
+from the worker processes of --num-jobs (one whole line each).
+Folds as separate jobs (e.g. through $train_cmd = run.pl, queue.pl or slurm.pl):
+  $train_cmd JOB=1:NJ log/fold_screen.JOB.log train-pauc-auto --fold-stage=1 --fold=JOB \\
+     --fold-jobs=NJ [options] <vectors> <spk2utt> <fold-dir>
+  $train_cmd JOB=1:NJ log/fold.JOB.log train-pauc-auto --fold-stage=2 --fold=JOB \\
+     --fold-jobs=NJ [options] <vectors> <spk2utt> <fold-dir>
+  train-pauc-auto --combine=<fold-dir> [options] <vectors> <spk2utt> <model-dir-out>
+Job J does folds J, J+NJ, ...; stage 1 cross-fits what needs no other fold (PLDA and cosine
+at every LDA dimension), stage 2 reads stage 1 of every fold, picks the dimension and
+cross-fits the other systems there; --combine chooses and trains the final back-end: the
+same system and the same model files as one process. Give every step the same options and
+data: each output stores their digest and a mismatch or a missing fold is an ERROR.
 
 Usage: train-pauc-auto [options] <train-vector-rspecifier> <train-spk2utt-rspecifier> <model-dir-out>
 e.g.: train-pauc-auto --enroll-utts=3 scp:data/train/xvector.scp ark:data/train/spk2utt exp/pauc_auto
@@ -85,6 +101,31 @@ tool.register("eta", 1.0, "pAUCMetric proximal step size (Alg. 1)")
 tool.register("batch-size", 500, "pAUCMetric speakers per mini-batch")
 tool.register("num-iters", 1000, "pAUCMetric iterations")
 tool.register("binary", True, "Write the model pieces in binary mode")
+tool.register("progress-interval", 30.0, "Log a progress line (fold, system, iteration, "
+              "elapsed, estimated remaining) at least this often, in seconds of work (0: at "
+              "every step)", bounds=(">=0",))
+tool.register("fold-stage", 0, "0: the whole training here; 1 or 2: only that stage of the "
+              "cross-fitting for the folds of job --fold, written to the directory given as "
+              "<model-dir-out> (see above)", bounds=(">=0", "<=2"))
+tool.register("fold", 0, "With --fold-stage: the number J of this fold job (1..--fold-jobs)",
+              bounds=(">=0",))
+tool.register("fold-jobs", 0, "With --fold-stage: the number of fold jobs (job J does folds J, "
+              "J+NJ, ...); 0: one fold per job", bounds=(">=0",))
+tool.register("combine", "", "Directory of the fold jobs' outputs: choose and train the final "
+              "back-end from them (instead of cross-fitting here)")
+
+
+@tool.check
+def _fold_job_options(opts):
+    if opts.fold_stage and opts.combine:
+        raise KaldiError("--fold-stage and --combine exclude each other")
+    if opts.fold_stage and not opts.fold:
+        raise KaldiError("--fold-stage=%d needs --fold=J (the job number, from 1)"
+                         % opts.fold_stage)
+    if opts.fold and not opts.fold_stage:
+        raise KaldiError("--fold=%d needs --fold-stage=1 or 2" % opts.fold)
+    if opts.fold_stage:
+        job_folds(opts.fold, opts.fold_jobs, max(2, opts.num_folds))   # the job number
 
 
 def parse_dims(text):
@@ -111,7 +152,7 @@ def parse_lambdas(text):
     return tuple(values)
 
 
-def make_estimator(opts, log=None):
+def make_estimator(opts, log=None, progress=None):
     candidates = [c.strip() for c in opts.candidates.split(",") if c.strip()]
     if not candidates:
         raise KaldiError("--candidates is empty")
@@ -153,7 +194,8 @@ def make_estimator(opts, log=None):
                        selection=opts.selection,
                        dplda_lambdas=parse_lambdas(opts.dplda_lambdas),
                        random_state=opts.seed, log=log,
-                       max_trials=opts.max_trials or None)
+                       max_trials=opts.max_trials or None, progress=progress,
+                       progress_interval=opts.progress_interval)
 
 
 def run(opts, args):
@@ -166,7 +208,7 @@ def run(opts, args):
         progress.update(0, message[:60])
         log.log(message, depth=2)
 
-    model = make_estimator(opts, log_line)
+    model = make_estimator(opts, log_line, lambda line: log.log(line, depth=3))
     keys, X = read_vector_table(vector_rspecifier)
     if not len(keys):
         raise KaldiError("No vectors in %s" % vector_rspecifier)
@@ -188,10 +230,23 @@ def run(opts, args):
         groups = np.array([table[u] for u in utts])
     log.log("Read %d vectors of dimension %d from %d speakers"
             % (X.shape[0], X.shape[1], len(speakers.speakers)))
-    try:
-        model.fit(X, labels, groups)
-    except ValueError as err:
-        raise KaldiError("Cannot choose a back-end: %s" % err) from None
+    if opts.fold_stage:
+        folds = job_folds(opts.fold, opts.fold_jobs, opts.num_folds)
+        if not folds:
+            log.log("Job %d of %d has no fold (--num-folds=%d): nothing to do"
+                    % (opts.fold, opts.fold_jobs, opts.num_folds))
+            return 0
+        # always binary: the held-out scores must come back as the same doubles
+        run_fold_job(model, X, labels, groups, opts.fold_stage, folds, model_dir, log=log.log)
+        progress.close()
+        return 0
+    if opts.combine:
+        combine(model, X, labels, groups, opts.combine)
+    else:
+        try:
+            model.fit(X, labels, groups)
+        except ValueError as err:
+            raise KaldiError("Cannot choose a back-end: %s" % err) from None
     progress.close()
     write_model_dir(model_dir, model, binary=opts.binary,
                     extra_lines=["train_vectors %d" % X.shape[0],

@@ -6,6 +6,7 @@ from pauc_backend.cli.framework.kaldi_cli import Progress, Tool, format_float
 from pauc_backend.cli.framework.speaker_tables import gather_speakers
 from pauc_backend.cli.framework.vector_input import check_finite
 from pauc_backend.errors import KaldiError
+from pauc_backend.heartbeat import Heartbeat
 from pauc_backend.kaldi_io import read_token_vector_table, read_vector_table, write_matrix
 from pauc_backend.models.metric_learning import PaucMetric, TripletMetric, group_by_speaker
 
@@ -27,6 +28,8 @@ vectors) and the held-out set are gathered and converted to double on their own,
 scale is computed in double from blocks. M, its eigenvectors and the running mean are
 d x d doubles (three or four of them: 6 MB each at d = 512); the batch's pair arrays are
 O(s^2).
+Progress: a LOG line "Progress: pauc metric, train, iteration i of N; elapsed ..., estimated
+remaining ..." at least every --progress-interval seconds of work.
 
 Usage: train-pauc-metric [options] <spk2utt-rspecifier> <vector-rspecifier> <metric-wxfilename>
 e.g.: train-pauc-metric --write-transform=exp/metric.mat ark:data/train/spk2utt ark:exp/train_latent.ark exp/metric
@@ -63,6 +66,9 @@ tool.register("auto-tune", False, "Search margin, gamma, mu and eta on held-out 
 tool.register("auto-tune-trials", 12, "Number of settings tried by --auto-tune", bounds=(">=1",))
 tool.register("log-every", 100, "Log the objective (eq. 7) and training pAUC this often",
               bounds=(">=0",))
+tool.register("progress-interval", 30.0, "Log a progress line (stage, iteration, elapsed, "
+              "estimated remaining) at least this often, in seconds of work (0: every "
+              "iteration)", bounds=(">=0",))
 tool.register("write-transform", "", "Also write A (A^T A = M) as a float matrix, for "
               "transform-vectors")
 tool.register("binary", True, "Write output in binary mode")
@@ -108,9 +114,13 @@ def run(opts, args):
     progress = Progress(opts.num_iters, "train-pauc-metric")
 
     window = []
+    heartbeat = Heartbeat(lambda line: log.log(line, depth=3), opts.progress_interval)
 
     def callback(record):
         progress.update(1, "%s pAUC %.3f" % (record["stage"], record["train_pauc"]))
+        heartbeat.note(step="%s metric, %s" % (opts.loss, record["stage"]),
+                       iteration=record["iteration"], num_iters=opts.num_iters,
+                       fraction=record["iteration"] / max(1, opts.num_iters))
         window.append((record["objective"], record["train_pauc"]))
         it = record["iteration"]
         if "validation" in record and it % opts.log_every == 0:
@@ -147,11 +157,17 @@ def run(opts, args):
     log.log("Training %s metric on %d vectors of dimension %d from %d speakers (%d skipped "
             "with one utterance)" % (opts.loss, int(np.isin(labels, kept).sum()), X.shape[1],
                                      kept.size, num_single))
+    heartbeat.begin()
     if opts.auto_tune:
         from pauc_backend.models.autotune import auto_tune
+        heartbeat.note(step="auto-tune: %d settings" % opts.auto_tune_trials)
         best = auto_tune(model, X, labels, opts.auto_tune_trials, log=log.log, rows=rows)
         model.set_params(**best)
-    model.fit(X, labels, rows=rows)
+        heartbeat.begin()
+    try:
+        model.fit(X, labels, rows=rows)
+    finally:
+        heartbeat.close()
     progress.close()
     if opts.validation_fraction > 0 and hasattr(model, "best_validation_"):
         log.log("Best held-out %s at iteration %d (%s)%s" % (

@@ -14,7 +14,13 @@
 # Options: --cmd CMD, --enroll-utts N (0: utterance against utterance; N: enrollment by the mean
 # of N vectors; default 0), --num-utts RSPEC (counts of the enrollment speaker means),
 # --auto-opts S (more options for train-pauc-auto, e.g. "--seed=1 --num-folds=3"),
-# --progress-interval SECONDS (default 30). Logs: <exp-dir>/log/{train,score}_pauc_auto.log.
+# --progress-interval SECONDS (default 30), --nj N (default 1: one train-pauc-auto process;
+# N > 1: the folds of the cross-fitting run as N jobs through $cmd, e.g. Kaldi's run.pl,
+# queue.pl or slurm.pl: stage 1 (JOB=1:N, log/fold_screen.JOB.log) and stage 2 (JOB=1:N,
+# log/fold.JOB.log) write <exp-dir>/pauc_auto_folds, then train-pauc-auto --combine chooses and
+# trains the back-end from them: the same model files as with --nj 1).
+# --spk2utt FILE (default <train-data-dir>/spk2utt, for x-vector directories without one).
+# Logs: <exp-dir>/log/{train,score}_pauc_auto.log.
 
 utils=$(dirname "$(readlink -f "$0")")/../utils
 cmd=$utils/local_run.sh
@@ -22,6 +28,8 @@ enroll_utts=0
 num_utts=
 auto_opts=
 progress_interval=30
+nj=1
+spk2utt=
 . $utils/parse_options.sh || exit 1
 . $utils/progress.sh || exit 1
 if [ $# -ne 5 ]; then
@@ -32,12 +40,27 @@ fi
 set -o pipefail
 train=$1 enroll=$2 test=$3 trials=$4 exp=$5
 mkdir -p $exp/scores $exp/log || exit 1
+spk2utt=${spk2utt:-$train/spk2utt}
 
-echo "$0: train-pauc-auto --enroll-utts=$enroll_utts $auto_opts (log: $exp/log/train_pauc_auto.log)"
+combine=
+if [ "$nj" -gt 1 ]; then
+  # The folds as jobs: every job gets the same options and data (their digest is checked).
+  for stage in 1 2; do
+    [ $stage = 1 ] && name=fold_screen || name=fold
+    echo "$0: train-pauc-auto --fold-stage=$stage, $nj jobs (logs: $exp/log/$name.*.log)"
+    with_progress "$exp/log/$name.*.log" \
+      $cmd JOB=1:$nj $exp/log/$name.JOB.log \
+      train-pauc-auto --fold-stage=$stage --fold=JOB --fold-jobs=$nj \
+      --enroll-utts=$enroll_utts $auto_opts scp:$train/xvector.scp ark:$spk2utt \
+      $exp/pauc_auto_folds || exit 1
+  done
+  combine=--combine=$exp/pauc_auto_folds
+fi
+echo "$0: train-pauc-auto --enroll-utts=$enroll_utts $auto_opts $combine (log: $exp/log/train_pauc_auto.log)"
 with_progress $exp/log/train_pauc_auto.log \
   $cmd $exp/log/train_pauc_auto.log \
-  train-pauc-auto --enroll-utts=$enroll_utts $auto_opts scp:$train/xvector.scp \
-  ark:$train/spk2utt $exp/pauc_auto || exit 1
+  train-pauc-auto $combine --enroll-utts=$enroll_utts $auto_opts scp:$train/xvector.scp \
+  ark:$spk2utt $exp/pauc_auto || exit 1
 # What was chosen and its cross-fitted figures (all of them: <exp>/pauc_auto/system.txt).
 awk -v script="$0" '$1 == "system" || $1 == "lda_dim" || $1 ~ /^heldout_(pauc|eer|min_dcf)$/ {
     line = line (line == "" ? "" : ", ") $1 " " $2 }

@@ -145,6 +145,7 @@ system_label() {
     plda) echo "PLDA" ;;
     pauc_auto) echo "pAUCMetric (auto)" ;;
     plda_adapt) echo "PLDA-adp" ;;
+    pauc_auto) echo "pAUCMetric (auto)" ;;
     *) echo "$1" ;;
   esac
 }
