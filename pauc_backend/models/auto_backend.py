@@ -41,47 +41,14 @@ import numpy as np
 
 from pauc_backend.heartbeat import Heartbeat
 from pauc_backend.models import selection
-from pauc_backend.models.backend_pipeline import (DIM_FREE_SYSTEMS, DPLDA_LAMBDAS, PLDA_SYSTEMS,
-                                                  SYSTEMS, BackendPipeline, base_system)
+from pauc_backend.models.auto_candidates import (  # noqa: F401 (re-exported)
+    DEFAULT_CANDIDATES, DEFAULT_LDA_DIMS, CrossFitPlan, dim_free, dim_label,
+    parse_candidate)
+from pauc_backend.models.auto_folds import choose_dplda_lambda, run_fold_tasks
+from pauc_backend.models.backend_pipeline import (DPLDA_LAMBDAS, PLDA_SYSTEMS, BackendPipeline,
+                                                  base_system)
 from pauc_backend.models.calibration import LinearFusion, SeparableScoresError
 from pauc_backend.models.crossfit import HeldOutTrials, speaker_folds, trial_figures
-
-_BASE_FUSIONS = ("plda+pauc_lnorm", "plda+pauc_latent", "pauc_lnorm+pauc_latent",
-                 "plda+pauc_lnorm+pauc_latent", "cosine+plda+pauc_lnorm+pauc_latent")
-
-
-def _with_asnorm(name):
-    return "+".join(part + ":as" for part in name.split("+"))
-
-
-_DPLDA_FUSIONS = ("dplda+pauc_lnorm", "dplda+pauc_latent", "dplda+pauc_lnorm+pauc_latent")
-
-DEFAULT_CANDIDATES = (("cosine_raw", "cosine_raw:as", "plda", "cosine", "pauc_lnorm",
-                       "pauc_latent", "dplda") + _BASE_FUSIONS + _DPLDA_FUSIONS
-                      + ("plda:as", "cosine:as", "pauc_lnorm:as", "pauc_latent:as")
-                      + tuple(_with_asnorm(f) for f in _BASE_FUSIONS)
-                      + ("plda+pauc_lnorm+pauc_latent+plda:as+pauc_lnorm:as+pauc_latent:as",))
-
-# 0 = no LDA; the others are capped by what the folds support (speakers - 1, vector dim).
-DEFAULT_LDA_DIMS = (0, 75, 100, 125, 150, 175, 200, 225, 250)
-
-
-def dim_label(dim):
-    return "none" if not dim else "%d" % dim
-
-
-def parse_candidate(name):
-    """'plda+pauc_latent' -> ('plda', 'pauc_latent'), checked against SYSTEMS."""
-    members = tuple(part.strip() for part in name.split("+"))
-    for member in members:
-        try:
-            base_system(member)
-        except ValueError as err:
-            raise ValueError("%s in candidate %r" % (err, name)) from None
-    if len(set(members)) != len(members):
-        raise ValueError("candidate %r names a system twice" % name)
-    return members
-
 
 class AutoBackend:
     """Cross-fitted choice of back-end (see the module doc); scikit-learn style.
@@ -261,7 +228,7 @@ class AutoBackend:
         # then cross-fitted at the best dimension (stage 2). Otherwise stage 1 does it all.
         cheap = tuple(s for s in needed if base_system(s) in ("plda", "cosine", "cosine_raw"))
         screen = self.lda_selection == "cheap" and len(dims) > 1 and len(cheap) < len(needed)
-        if screen and _dim_free(cheap):
+        if screen and dim_free(cheap):
             cheap += ("plda",)
         self.fold_scores_ = {}
         self.dplda_lambda_ = None
@@ -280,7 +247,7 @@ class AutoBackend:
                 self._need_folds(plan, 1)
                 rated = [r for r in self._rate_all({c: (c,) for c in plan.cheap}, plan.dims,
                                                    plan.trials, quiet=True)
-                         if not _dim_free(parse_candidate(r["candidate"]))]
+                         if not dim_free(parse_candidate(r["candidate"]))]
                 if not rated:
                     raise ValueError("PLDA and cosine could not be trained at any LDA "
                                      "dimension")
@@ -310,23 +277,14 @@ class AutoBackend:
         if hb is not None:
             hb.begin()
         if int(self.n_jobs) > 1 and len(tasks) > 1:
-            from pauc_backend.workers import fork_pool
-            import multiprocessing
-            global _SHARED
-            done = multiprocessing.get_context("fork").Value("i", 0)
-            _SHARED = (self, plan, systems, tasks, done)
             if hb is not None:
                 hb.idle()                      # the workers report
-            try:
-                with fork_pool(int(self.n_jobs)) as pool:
-                    results = pool.map(_fold_task, range(len(tasks)))
-            finally:
-                _SHARED = None
+            results = run_fold_tasks(self, plan, systems, tasks, int(self.n_jobs))
         else:
             results = []
             for i, (dim, k) in enumerate(tasks):
-                results.append(self._fold_scores(plan, systems, dim, k,
-                                                 self._task_progress(dim, k, i, len(tasks))))
+                results.append(self.fold_scores(plan, systems, dim, k,
+                                                self.task_progress(dim, k, i, len(tasks))))
         if hb is not None:
             hb.idle()
         return [(task,) + tuple(result) for task, result in zip(tasks, results)]
@@ -358,7 +316,9 @@ class AutoBackend:
         self.stage_work(plan, 2)
         self._need_folds(plan, 2)
         X, y, trials, members = plan.X, plan.y, plan.trials, plan.members
-        self._choose_dplda_lambda(trials)
+        best = choose_dplda_lambda(self.fold_scores_, trials, self.alpha, self.beta, self._log)
+        if best is not None:
+            self.dplda_lambda_ = best
         self.cv_results_ = self._rate_all(members, plan.dims, trials)
         if not self.cv_results_:
             raise ValueError("no candidate could be rated")
@@ -444,38 +404,6 @@ class AutoBackend:
         for line in lines:
             self._log(line)
 
-    def _choose_dplda_lambda(self, trials):
-        """Pick the discriminative PLDA's lambda by mean held-out pAUC of dplda alone at the
-        dimension where it was cross-fitted; alias its columns as "dplda" (and ":as")."""
-        keys = sorted({key for key, cols in self.fold_scores_.items()
-                       if any(name.startswith("dplda@") for name in cols)})
-        for dim in sorted({d for _, d in keys}):
-            cols = self.fold_scores_[0, dim]
-            lambdas = sorted({float(n.split("@")[1]) for n in cols if n.startswith("dplda@")},
-                             reverse=True)
-            rated = []
-            for lam in lambdas:
-                per_fold = [trial_figures(self.fold_scores_[k, dim]["dplda@%r" % lam],
-                                          t.is_target, self.alpha, self.beta)
-                            for k, t in enumerate(trials)]
-                rated.append((float(np.mean([f["pauc"] for f in per_fold])), lam))
-                self._log("Held-out dplda lambda %-8g LDA %s: pAUC[%g,%g] %.4f  EER %.2f%%  "
-                          "minDCF(0.01) %.4f" % (lam, dim_label(dim), self.alpha, self.beta,
-                                                 rated[-1][0],
-                                                 100 * np.mean([f["eer"] for f in per_fold]),
-                                                 np.mean([f["min_dcf"] for f in per_fold])))
-            top = max(value for value, _ in rated)
-            best = next(lam for value, lam in rated if value == top)   # ties: larger lambda
-            self.dplda_lambda_ = best
-            self._log("Discriminative PLDA: lambda %g has the best held-out pAUC" % best)
-            for k in range(len(trials)):
-                cols = self.fold_scores_[k, dim]
-                for name in list(cols):
-                    if "@" in name and float(name.split("@")[1]) == best:
-                        cols[name.split("@")[0]] = cols[name]
-                for name in [n for n in cols if "@" in n]:
-                    del cols[name]
-
     def _columns(self, k, dim, mem):
         return np.stack([self.fold_scores_[k, dim][m] for m in mem], axis=1)
 
@@ -483,7 +411,7 @@ class AutoBackend:
         if getattr(self, "_heartbeat", None) is not None:
             self._heartbeat.note(**fields)
 
-    def _task_progress(self, dim, k, index, total, done=None):
+    def task_progress(self, dim, k, index, total, done=None):
         """The progress callable of task ``index`` of ``total`` (fold k at LDA dim): the
         fraction of the pass is (tasks done + this task's fraction) / total; ``done`` is the
         count shared by forked workers (None: ``index`` tasks are done)."""
@@ -500,7 +428,7 @@ class AutoBackend:
                     / total, **fields)
         return progress
 
-    def _fold_scores(self, plan, systems, dim, k, progress=None):
+    def fold_scores(self, plan, systems, dim, k, progress=None):
         """Train on every fold but k, score fold k's held-out trials: ({system: scores},
         [(systems, error)] of what could not be trained). Systems needing the PLDA are
         dropped together when it cannot be estimated (e.g. more dimensions than vectors);
@@ -511,7 +439,7 @@ class AutoBackend:
         pipe = None
         # what remains without the PLDA, then without the LDA (raw cosine needs neither)
         attempts = [systems]
-        for keep in (lambda s: base_system(s) not in PLDA_SYSTEMS, lambda s: _dim_free((s,))):
+        for keep in (lambda s: base_system(s) not in PLDA_SYSTEMS, lambda s: dim_free((s,))):
             fewer = tuple(s for s in attempts[-1] if keep(s))
             if fewer and fewer != attempts[-1]:
                 attempts.append(fewer)
@@ -524,7 +452,7 @@ class AutoBackend:
             except (ValueError, np.linalg.LinAlgError) as err:
                 lost = [s for s in attempt if base_system(s) in PLDA_SYSTEMS]
                 if not lost or err.__class__ is not ValueError or "PLDA" not in str(err):
-                    lost = [s for s in attempt if not _dim_free((s,))] or attempt
+                    lost = [s for s in attempt if not dim_free((s,))] or attempt
                 errors.append((", ".join(lost), str(err)))
                 pipe = None
         if pipe is None:
@@ -566,8 +494,8 @@ class AutoBackend:
             if not all(m in self.fold_scores_.get((k, dim), {}) for m in mem
                        for k in range(self.num_folds)):
                 continue
-            dim_free = _dim_free(mem)
-            if dim_free and name in done:
+            free = dim_free(mem)
+            if free and name in done:
                 continue
             done.add(name)
             per_fold = self._rate(dim, mem, trials)
@@ -575,7 +503,7 @@ class AutoBackend:
                 self._log("Candidate %s, LDA %s: fusion failed, skipped"
                           % (name, dim_label(dim)))
                 continue
-            row = {"candidate": name, "lda_dim": 0 if dim_free else dim,
+            row = {"candidate": name, "lda_dim": 0 if free else dim,
                    "score_dim": dim, "folds": per_fold}
             for key in ("pauc", "pauc_001", "eer", "min_dcf"):
                 row[key] = float(np.mean([f[key] for f in per_fold]))
@@ -661,47 +589,3 @@ class AutoBackend:
             lines.append("heldout_%s %.6g" % (key, self.chosen_[key]))
         lines += getattr(self, "reason_lines_", [])
         return "\n".join(lines) + "\n"
-
-
-def _dim_free(systems):
-    """True if none of ``systems`` depends on the mean or the LDA (raw cosine, with or
-    without AS-norm)."""
-    return all(base_system(s) in DIM_FREE_SYSTEMS for s in systems)
-
-
-_SHARED = None
-
-
-def _fold_task(index):
-    """Task ``index`` (dim, fold) of AutoBackend.cross_fit_stage in a forked worker."""
-    model, plan, systems, tasks, done = _SHARED
-    dim, k = tasks[index]
-    progress = model._task_progress(dim, k, index, len(tasks), done)
-    try:
-        return model._fold_scores(plan, systems, dim, k, progress)
-    finally:
-        with done.get_lock():
-            done.value += 1
-        if progress is not None:
-            progress(step=None)           # idle until the next task
-
-
-class CrossFitPlan:
-    """What AutoBackend.prepare found: the data, candidates, folds, held-out trials, LDA
-    dimensions and (with the cheap LDA screening) the cheap systems of stage 1; ``work``
-    caches stage_work, ``done`` the folds of each stage whose results were added."""
-
-    def __init__(self, X, y, groups, members, needed, vec_fold, trials, dims, cheap):
-        self.X, self.y, self.groups = X, y, groups
-        self.members, self.needed = members, needed
-        self.vec_fold, self.trials, self.dims, self.cheap = vec_fold, trials, dims, cheap
-        self.work = {}
-        self.done = {}
-
-
-def all_fusions(systems=SYSTEMS):
-    """Every single system and every fusion of two or more (for exhaustive searches)."""
-    out = []
-    for r in range(1, len(systems) + 1):
-        out += ["+".join(c) for c in itertools.combinations(systems, r)]
-    return out
