@@ -539,8 +539,17 @@ _JOURNAL_TAG = ".pauc-commit"
 _BLOCKED = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
                  if hasattr(signal, name))
 _group = None
-# Test hook: the process kills itself with SIGKILL after this many renames of one commit.
-_KILL_AFTER = int(os.environ.get("PAUC_BACKEND_TEST_KILL_AFTER_RENAMES", "0") or 0)
+
+
+def _test_hook(text):
+    """``N`` or ``N:SIGNAME`` (tests only): after the N-th rename of a commit the process sends
+    itself that signal (default SIGKILL). Read once, at import."""
+    count, _, name = text.partition(":")
+    return (int(count), getattr(signal, name or "SIGKILL")) if count.isdigit() else (0, None)
+
+
+_SIGNAL_AFTER, _HOOK_SIGNAL = _test_hook(os.environ.get("PAUC_BACKEND_TEST_SIGNAL_AFTER_RENAMES",
+                                                        ""))
 
 
 def _tmp_prefix(path):
@@ -654,8 +663,8 @@ def _install(handles):
         for count, handle in enumerate(steps, 1):
             _put_in_place(handle._tmp, handle.path, handle.in_place)
             handle._tmp = None
-            if count == _KILL_AFTER:
-                os.kill(os.getpid(), signal.SIGKILL)
+            if count == _SIGNAL_AFTER:
+                os.kill(os.getpid(), _HOOK_SIGNAL)
         for directory in dict.fromkeys(os.path.dirname(h.path) for h in steps):
             _fsync_directory(directory)
         for path in journals:
