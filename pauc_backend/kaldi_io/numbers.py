@@ -92,29 +92,32 @@ def kaldi_string_to_float(token):
     return None
 
 
-def _parse_lines_exactly(piece):
-    """The Kaldi loop over the lines of ``piece``: (float32 scores, is_target)."""
+def _parse_lines_exactly(piece, first_line=1, name=None):
+    """The Kaldi loop over the lines of ``piece``: (float32 scores, is_target). An error is
+    Kaldi's message, then (when ``name`` is given) ``(line N of <name>)``."""
     lines = piece.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()
     scores = np.empty(len(lines), dtype=np.float32)
     is_target = np.empty(len(lines), dtype=bool)
     for index, line in enumerate(lines):
+        where = "" if name is None else " (line %d of %s)" % (first_line + index, name)
         fields = [f for f in line.replace(b"\t", b" ").split(b" ") if f]
         if len(fields) != 2:
-            raise KaldiError("Invalid input line (must have two fields): " + _text(line))
+            raise KaldiError("Invalid input line (must have two fields): " + _text(line) + where)
         value = kaldi_string_to_float(fields[0])
         if value is None:
-            raise KaldiError("Invalid input line (first field must be float): " + _text(line))
+            raise KaldiError("Invalid input line (first field must be float): " + _text(line)
+                             + where)
         if fields[1] == b"target":
             is_target[index] = True
         elif fields[1] == b"nontarget":
             is_target[index] = False
         else:
             raise KaldiError("Invalid input line (second field must be 'target' or "
-                             "'nontarget')")
+                             "'nontarget')" + where)
         if math.isnan(value):
-            raise KaldiError("Invalid input line (score is NaN): " + _text(line))
+            raise KaldiError("Invalid input line (score is NaN): " + _text(line) + where)
         scores[index] = value
     return scores, is_target
 
@@ -427,11 +430,11 @@ def _chunks(data, start):
         start = end
 
 
-def _parse_piece(piece):
+def _parse_piece(piece, first_line=1, name=None):
     if not piece.endswith(b"\n"):
         piece += b"\n"
     parsed = _parse_canonical(piece)
-    return _parse_lines_exactly(piece) if parsed is None else parsed
+    return _parse_lines_exactly(piece, first_line, name) if parsed is None else parsed
 
 
 def _collect(parsed):
@@ -449,8 +452,9 @@ def parse_score_labels(data, start=0):
 
 def iter_score_labels(rxfilename):
     """compute-eer's input streamed: ``(scores float32, is_target bool)`` per chunk of lines."""
-    for piece, _ in streams.iter_line_chunks(rxfilename, _CHUNK_BYTES, False):
-        yield _parse_piece(piece)
+    name = streams.printable(rxfilename)
+    for piece, first_line in streams.iter_line_chunks(rxfilename, _CHUNK_BYTES):
+        yield _parse_piece(piece, first_line, name)
 
 
 def read_score_labels(rxfilename):

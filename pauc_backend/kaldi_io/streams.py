@@ -6,12 +6,15 @@ never leaves a half-written output behind.
 """
 
 import contextlib
+import io
+import json
 import mmap
 import os
 import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 from pauc_backend.errors import KaldiError
 from pauc_backend.process import child_environment
@@ -159,6 +162,12 @@ def _open_failed(path, err, mode="reading"):
 
 # -- reading -------------------------------------------------------------------------------------
 
+def _stdin():
+    """Standard input as a binary stream; a closed one (``<&-``) reads as empty, as in Kaldi."""
+    stdin = sys.stdin
+    return io.BytesIO(b"") if stdin is None else stdin.buffer
+
+
 def read_stream_fully(stream):
     """Read a pipe/stdin to EOF into one bytearray (no per-chunk join)."""
     raw = getattr(stream, "raw", None)
@@ -195,6 +204,7 @@ def read_stream_fully(stream):
 
 
 def _map_file(path):
+    finish_interrupted_commit(path)
     try:
         handle = open(path, "rb")
     except OSError as err:
@@ -236,7 +246,7 @@ def read_all(rx):
     """
     kind, what = classify_rxfilename(rx)
     if kind == "stdin":
-        return read_stream_fully(sys.stdin.buffer), 0
+        return read_stream_fully(_stdin()), 0
     if kind == "pipe":
         return run_input_pipe(what), 0
     if kind == "offset":
@@ -298,7 +308,7 @@ def open_input(rx):
     """A binary readable stream for an rxfilename (``-``/``""`` stdin, ``cmd |``, ``file:123``)."""
     kind, what = classify_rxfilename(rx)
     if kind == "stdin":
-        yield sys.stdin.buffer
+        yield _stdin()
         return
     if kind == "pipe":
         pipe = _PipeInput(what)
@@ -315,6 +325,7 @@ def open_input(rx):
         pipe.close()
         return
     path, offset = what if kind == "offset" else (what, 0)
+    finish_interrupted_commit(path)
     try:
         handle = open(path, "rb")
     except OSError as err:
@@ -330,8 +341,10 @@ def open_input(rx):
 class OutputHandle:
     """An open wxfilename: ``stream`` to write to, then ``commit()`` or ``abort()``.
 
-    Plain files are written to a temporary file in the same directory and renamed on commit;
-    special files (``/dev/null``, FIFOs) are written in place; ``| cmd`` is checked on commit.
+    Plain files are written to a temporary file in the same directory (``.<name>.pauc-<pid>-*.tmp``)
+    and put in place by ``commit()`` (now, or with every other output of the run when an
+    ``output_group`` is open; see "Committing" below); special files (``/dev/null``, FIFOs) are
+    written in place; ``| cmd`` is checked on commit.
     """
 
     def __init__(self, wx):
@@ -339,6 +352,8 @@ class OutputHandle:
         self.kind, what = classify_wxfilename(wx)
         self._tmp = None
         self._proc = None
+        self.in_place = False   # the target has other hard links: its inode is rewritten
+        self.script_of = None   # the archive handle this script's lines point into (ark,scp)
         self.bytes_written = 0
         if self.kind == "stdout":
             self.stream = sys.stdout.buffer
@@ -357,13 +372,27 @@ class OutputHandle:
                 except OSError as err:
                     raise _open_failed(wx, err, "writing") from None
                 return
+            clean_stale_outputs(self.path)
             directory = os.path.dirname(self.path) or "."
             try:
                 fd, self._tmp = tempfile.mkstemp(
-                    prefix="." + os.path.basename(self.path) + ".", suffix=".tmp", dir=directory)
+                    prefix=_tmp_prefix(self.path) + "%d-" % os.getpid(), suffix=".tmp",
+                    dir=directory)
             except OSError as err:
                 raise _open_failed(wx, err, "writing") from None
-            os.fchmod(fd, 0o666 & ~_UMASK)
+            mode = 0o666 & ~_UMASK
+            try:
+                old = os.stat(self.path)
+            except OSError:
+                old = None
+            if old is not None:   # the replaced file's permissions (and group) carry over
+                mode = old.st_mode & 0o7777
+                self.in_place = old.st_nlink > 1
+                try:
+                    os.fchown(fd, -1, old.st_gid)
+                except OSError:
+                    pass
+            os.fchmod(fd, mode)
             self.stream = os.fdopen(fd, "wb", buffering=_CHUNK)
 
     def write(self, data):
@@ -414,7 +443,9 @@ class OutputHandle:
         return KaldiError("Failed to write %s: its reader closed the pipe early (broken pipe): "
                           "the output is incomplete" % self._name())
 
-    def commit(self):
+    def prepare(self):
+        """Finish everything but the rename: stdout flushed, a pipe's command checked, a temp
+        file flushed, fsynced and closed. KaldiError (and the handle aborted) on failure."""
         if self.kind == "stdout":
             try:
                 self.stream.flush()
@@ -431,13 +462,24 @@ class OutputHandle:
                 raise KaldiError("Output pipe '%s' failed (%s)" % (self.wx, _status_text(code)))
             return
         try:
-            self.stream.close()
+            if self.stream.closed:
+                return
+            self.stream.flush()
             if self._tmp is not None:
-                os.replace(self._tmp, self.path)
-                self._tmp = None
+                os.fsync(self.stream.fileno())
+            self.stream.close()
         except OSError as err:
             self.abort()
             raise KaldiError("Failed to write '%s': %s" % (self.wx, err.strerror or err)) from None
+
+    @property
+    def pending(self):
+        """True while a prepared temp file waits to be put in place."""
+        return self._tmp is not None
+
+    def commit(self):
+        """``prepare()``, then put the file in place: now, or with the run's ``output_group``."""
+        commit_outputs([self])
 
     def abort(self):
         if self.kind == "stdout":
@@ -470,3 +512,259 @@ def open_output(wx):
     except BaseException:  # a failure or a signal (SIGTERM unwinds too) before the rename
         handle.abort()
         raise
+
+
+# -- committing ----------------------------------------------------------------------------------
+#
+# Every output of one run is replaced, or none is. Each file is written to a temp file beside
+# it; a run's temp files are all written, fsynced and closed before the first rename
+# (``Tool.main`` opens an ``output_group``, so ``compute-vector-mean``'s mean table and its
+# num_utts table commit together). When more than one file changes, a journal
+# ``.<name>.pauc-commit`` listing every (temp, target) step is written (temp + fsync + rename)
+# beside each target first; then an ``ark,scp`` pair's old script is removed, the archives and
+# other files are renamed, the scripts last, and the journals removed. A SIGKILL at any moment
+# therefore leaves either no journal (nothing renamed: the old files, plus temp files that the
+# next writer removes with a WARNING) or a journal: every later open of one of the targets by
+# our readers or writers first redoes the steps (renaming temps that are still there) and then
+# removes the journals, so it sees all the new files. A reader that does not know journals (real
+# Kaldi) can meet only a missing script in that window, an error, never an old script pointing
+# into a new archive. SIGINT/SIGTERM/SIGHUP are blocked during the renames and act after them.
+#
+# A target with other hard links is rewritten in place (its inode keeps every name, as Kaldi's
+# in-place write does) from the fsynced temp, under a journal, so a SIGKILL mid-copy is redone
+# by the next open. The replaced file's mode and group carry over to the new file.
+
+_TMP_TAG = ".pauc-"
+_JOURNAL_TAG = ".pauc-commit"
+_BLOCKED = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
+                 if hasattr(signal, name))
+_group = None
+
+
+def _test_hook(text):
+    """``N`` or ``N:SIGNAME`` (tests only): after the N-th rename of a commit the process sends
+    itself that signal (default SIGKILL). Read once, at import."""
+    count, _, name = text.partition(":")
+    return (int(count), getattr(signal, name or "SIGKILL")) if count.isdigit() else (0, None)
+
+
+_SIGNAL_AFTER, _HOOK_SIGNAL = _test_hook(os.environ.get("PAUC_BACKEND_TEST_SIGNAL_AFTER_RENAMES",
+                                                        ""))
+
+
+def _tmp_prefix(path):
+    return os.path.join(os.path.dirname(path), "." + os.path.basename(path) + _TMP_TAG)
+
+
+def _journal_path(path):
+    return os.path.join(os.path.dirname(path), "." + os.path.basename(path) + _JOURNAL_TAG)
+
+
+def _warn(message):
+    sys.stderr.write("WARNING (%s[pauc-backend]:commit():kaldi_io/streams.py) %s\n" % (
+        os.path.basename(sys.argv[0] or "python"), message))
+    sys.stderr.flush()
+
+
+def _alive(pid):
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def _fsync_directory(directory):
+    try:
+        fd = os.open(directory or ".", os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+class output_group:
+    """Defer the renames of every file output committed inside the block to its end: all are
+    put in place together on success, all temp files removed on an exception or a signal."""
+
+    def __enter__(self):
+        global _group
+        self._outer, self.handles = _group, []
+        _group = self
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        global _group
+        _group = self._outer
+        handles, self.handles = self.handles, []
+        if exc_type is None:
+            commit_outputs(handles)
+        else:
+            for handle in handles:
+                handle.abort()
+
+
+def commit_outputs(handles):
+    """Prepare ``handles`` (temps fsynced, pipes checked) and put them in place together, or
+    hand them to the open ``output_group``; on a failure every one is aborted."""
+    try:
+        for handle in handles:
+            handle.prepare()
+    except BaseException:
+        for handle in handles:
+            handle.abort()
+        raise
+    pending = [h for h in handles if h.pending]
+    if _group is not None:
+        _group.handles.extend(pending)
+        return
+    try:
+        _install(pending)
+    except OSError as err:
+        for handle in pending:
+            handle.abort()
+        raise KaldiError("Failed to write '%s': %s" % (
+            err.filename or pending[0].wx, err.strerror or err)) from None
+
+
+def _install(handles):
+    """Rename (or copy in place) prepared temps onto their targets, scripts last (see above)."""
+    if not handles:
+        return
+    steps = sorted(handles, key=lambda h: h.script_of is not None)
+    journal = len(steps) > 1 or steps[0].in_place
+    old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, _BLOCKED)
+    try:
+        journals = []
+        if journal:
+            record = json.dumps({"pid": os.getpid(), "steps": [
+                [h._tmp, h.path, h.in_place] for h in steps]}).encode()
+            for target in dict.fromkeys(h.path for h in steps):
+                path = _journal_path(target)
+                _write_small_file(path, record)
+                journals.append(path)
+            for directory in dict.fromkeys(os.path.dirname(p) for p in journals):
+                _fsync_directory(directory)
+            for handle in steps:   # no old script may point into a new archive
+                if handle.script_of is not None and handle.script_of in steps \
+                        and not handle.in_place:
+                    try:
+                        os.unlink(handle.path)
+                    except FileNotFoundError:
+                        pass
+        for count, handle in enumerate(steps, 1):
+            _put_in_place(handle._tmp, handle.path, handle.in_place)
+            handle._tmp = None
+            if count == _SIGNAL_AFTER:
+                os.kill(os.getpid(), _HOOK_SIGNAL)
+        for directory in dict.fromkeys(os.path.dirname(h.path) for h in steps):
+            _fsync_directory(directory)
+        for path in journals:
+            os.unlink(path)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+
+
+def _write_small_file(path, data):
+    fd, tmp = tempfile.mkstemp(prefix=_tmp_prefix(path) + "%d-" % os.getpid(), suffix=".tmp",
+                               dir=os.path.dirname(path))
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+
+
+def _put_in_place(tmp, path, in_place):
+    """One commit step; redoable: a step whose temp is gone was done."""
+    if not in_place:
+        os.replace(tmp, path)
+        return
+    with open(tmp, "rb") as source, open(path, "r+b") as target:
+        target.truncate(0)
+        while True:
+            block = source.read(_CHUNK)
+            if not block:
+                break
+            target.write(block)
+        target.flush()
+        os.fsync(target.fileno())
+    os.unlink(tmp)
+
+
+def finish_interrupted_commit(path, wait_seconds=60.0):
+    """If a commit that replaces ``path`` was interrupted (its journal is still there), redo
+    its remaining steps so ``path`` and its companions are all new. A commit whose process is
+    alive is waited for."""
+    journal = _journal_path(os.path.abspath(path))
+    if not os.path.lexists(journal):
+        real = _journal_path(os.path.realpath(path))
+        if real == journal or not os.path.lexists(real):
+            return
+        journal = real
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        try:
+            with open(journal, "rb") as stream:
+                record = json.loads(stream.read().decode())
+            pid, steps = int(record["pid"]), record["steps"]
+        except FileNotFoundError:
+            return
+        except (OSError, ValueError, KeyError, TypeError):
+            raise KaldiError("Unreadable commit journal '%s': remove it and rerun the command "
+                             "that wrote '%s'" % (journal, path)) from None
+        if not _alive(pid) or pid == os.getpid():
+            break
+        if time.monotonic() > deadline:
+            raise KaldiError("Process %d has been committing '%s' for over %g s (journal '%s')"
+                             % (pid, path, wait_seconds, journal))
+        time.sleep(0.01)
+    redone = []
+    try:
+        for tmp, target, in_place in steps:
+            if os.path.lexists(tmp):
+                _put_in_place(tmp, target, in_place)
+                redone.append(target)
+        for target in dict.fromkeys(t for _, t, _ in steps):
+            try:
+                os.unlink(_journal_path(target))
+            except FileNotFoundError:
+                pass
+    except OSError as err:
+        raise KaldiError("Cannot finish the interrupted commit of '%s' (journal '%s'): %s" % (
+            path, journal, err.strerror or err)) from None
+    _warn("Finished the commit of %s that process %d left half done (killed between its "
+          "renames)" % (", ".join("'%s'" % t for _, t, _ in steps), pid))
+
+
+def clean_stale_outputs(path):
+    """Before writing ``path``: finish its interrupted commit, and remove (with a WARNING) the
+    temp files of ours that a killed process left beside it."""
+    finish_interrupted_commit(path)
+    prefix = _tmp_prefix(path)
+    directory = os.path.dirname(path) or "."
+    start = os.path.basename(prefix)
+    try:
+        names = [n for n in os.listdir(directory) if n.startswith(start) and n.endswith(".tmp")]
+    except OSError:
+        return
+    for name in names:
+        pid = name[len(start):].split("-", 1)[0]
+        if not pid.isdigit() or _alive(int(pid)):
+            continue
+        stale = os.path.join(directory, name)
+        try:
+            os.unlink(stale)
+        except OSError:
+            continue
+        _warn("Removed '%s', a temporary file left by process %s (killed before it "
+              "committed its outputs)" % (stale, pid))

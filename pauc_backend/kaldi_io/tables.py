@@ -211,8 +211,9 @@ def read_token_vector_table(rspecifier):
 class TableWriter:
     """Write ``(key, value)`` to a wspecifier (TableWriter): ark, scp, ark+scp, stdout, pipes.
 
-    Outputs are committed by ``close()`` (or leaving the ``with`` block); an exception aborts
-    them, so no half-written archive is left. ``ark,scp:A,S`` writes ``key A:offset`` lines.
+    Outputs are committed by ``close()`` (or leaving the ``with`` block) together, archive before
+    script (``streams.commit_outputs``); an exception aborts them, so no half-written archive is
+    left. ``ark,scp:A,S`` writes ``key A:offset`` lines.
     """
 
     def __init__(self, wspecifier, holder="vector"):
@@ -236,6 +237,7 @@ class TableWriter:
             except BaseException:
                 self._ark.abort()
                 raise
+            self._scp.script_of = self._ark
             self._ark_name = self.spec.ark.encode()
 
     def write(self, key, value):
@@ -339,13 +341,7 @@ class TableWriter:
         handles = [h for h in (self._ark, self._scp) if h is not None] + self._pending
         self._ark = self._scp = None
         self._pending = []
-        try:
-            for handle in handles:
-                handle.commit()
-        except BaseException:
-            for handle in handles:
-                handle.abort()
-            raise
+        streams.commit_outputs(handles)
 
     def abort(self):
         for handle in [h for h in (self._ark, self._scp) if h is not None] + self._pending:

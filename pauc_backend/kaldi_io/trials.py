@@ -160,6 +160,15 @@ class FieldChunk:
                             text.decode(errors="replace"), self.first_line + row,
                             streams.printable(self.rx))) from None
                 raise
+        infinite = np.flatnonzero(np.isinf(values))
+        if infinite.size:   # a number too large for a double (1e400), not a written inf
+            texts = _gather_str(self.buf, starts[infinite], starts[infinite] + lengths[infinite],
+                                False)
+            for row, text in zip(infinite.tolist(), texts.tolist()):
+                if b"inf" not in text.lower():
+                    raise KaldiError("Bad score '%s' on line %d of %s: out of range" % (
+                        text.decode(errors="replace"), self.first_line + row,
+                        streams.printable(self.rx)))
         return values
 
 

@@ -68,24 +68,47 @@ def test_keyed_json_min_dcf_prints_as_compute_min_dcf_stdout(golden):
 # -- bad input: Kaldi's messages, exit 255 -------------------------------------------------
 
 @pytest.mark.parametrize("text, message", [
-    (b"1.5\n", "Invalid input line (must have two fields): 1.5"),
-    (b"1.5 target extra\n", "Invalid input line (must have two fields): 1.5 target extra"),
-    (b"0.5 nontarget\n\n", "Invalid input line (must have two fields): "),
-    (b"abc target\n", "Invalid input line (first field must be float): abc target"),
-    (b"1.5x target\n", "Invalid input line (first field must be float): 1.5x target"),
-    (b"1e999 target\n", "Invalid input line (first field must be float): 1e999 target"),
-    (b"1.5 targets\n", "Invalid input line (second field must be 'target' or 'nontarget')"),
-    (b"1.5 target\r\n", "Invalid input line (second field must be 'target' or 'nontarget')"),
+    (b"1.5\n", "Invalid input line (must have two fields): 1.5 (line 1 of standard input)"),
+    (b"1.5 target extra\n", "Invalid input line (must have two fields): 1.5 target extra "
+     "(line 1 of standard input)"),
+    (b"0.5 nontarget\n\n", "Invalid input line (must have two fields):  (line 2 of standard "
+     "input)"),
+    (b"abc target\n", "Invalid input line (first field must be float): abc target (line 1 of "
+     "standard input)"),
+    (b"1.5x target\n", "Invalid input line (first field must be float): 1.5x target (line 1 of "
+     "standard input)"),
+    (b"1e999 target\n", "Invalid input line (first field must be float): 1e999 target (line 1 of "
+     "standard input)"),
+    (b"1.5 targets\n", "Invalid input line (second field must be 'target' or 'nontarget') "
+     "(line 1 of standard input)"),
+    (b"1.5 target\r\n", "Invalid input line (second field must be 'target' or 'nontarget') "
+     "(line 1 of standard input)"),
     (b"1.5 target\n2.5 target\n", "No non-target scores seen."),
     (b"1.5 nontarget\n", "No target scores seen."),
     (b"", "Empty input."),
-    (b"nan target\n1 nontarget\n", "Invalid input line (score is NaN): nan target"),
+    (b"nan target\n1 nontarget\n", "Invalid input line (score is NaN): nan target (line 1 of "
+     "standard input)"),
+    (b"1 nontarget\n1e400 target\n", "Invalid input line (first field must be float): 1e400 "
+     "target (line 2 of standard input)"),
 ])
 def test_bad_input_gives_kaldis_error_and_exit_255(text, message):
     proc = run_tool("compute-eer-pauc", "-", input=text)
     assert proc.returncode == 255
     assert proc.stdout == b""
     assert log_messages(proc.stderr, "ERROR") == [message]
+
+
+def test_a_score_too_large_for_a_double_is_an_error_naming_the_line(tmp_path):
+    # 1e400 is an error in both forms (Kaldi's compute-eer refuses it), never a silent +inf
+    scores, trials = tmp_path / "scores", tmp_path / "trials"
+    scores.write_text("a b 2\nc d 1e400\ne f inf\n")
+    trials.write_text("a b target\nc d nontarget\ne f nontarget\n")
+    proc = run_tool("compute-eer-pauc", scores, trials)
+    assert proc.returncode == 255
+    assert log_messages(proc.stderr, "ERROR") == [
+        "Bad score '1e400' on line 2 of %s: out of range" % scores]
+    scores.write_text("a b 2\nc d 1\ne f inf\n")   # a written inf stays allowed
+    assert run_tool("compute-eer-pauc", scores, trials).returncode == 0
 
 
 def test_first_bad_line_deep_in_a_large_input_is_the_one_reported():
@@ -97,7 +120,8 @@ def test_first_bad_line_deep_in_a_large_input_is_the_one_reported():
     proc = run_tool("compute-eer-pauc", "-", input=("\n".join(lines) + "\n").encode())
     assert proc.returncode == 255
     assert log_messages(proc.stderr, "ERROR") == [
-        "Invalid input line (must have two fields): 0.25 tar get"]
+        "Invalid input line (must have two fields): 0.25 tar get (line 150001 of standard "
+        "input)"]
 
 
 def test_missing_input_file_is_an_error(tmp_path):

@@ -401,7 +401,9 @@ class Tool:
                 picked = outputs(args) if callable(outputs) else args[outputs] if args else []
                 for output in ([picked] if isinstance(picked, str) else picked):
                     check_output(output)
-            code = run(opts, args)
+            from pauc_backend.kaldi_io.streams import output_group
+            with output_group():   # every file the run writes is replaced together, or none
+                code = run(opts, args)
         except BrokenPipeError as err:  # SIGPIPE is ignored, so a vanished reader lands here
             self._error(_BROKEN_STDOUT, err)
             return 255
