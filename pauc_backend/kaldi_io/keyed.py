@@ -126,10 +126,11 @@ class KeyIndex:
         self._distinct = bool((self._sorted[1:] != self._sorted[:-1]).all())
         # a direct-mapped table on the hash's top bits: the key id where one key owns the
         # slot, -2 where several do (those rows take the binary search), -1 where none does
-        bits = max(10, min(24, int(len(self.keys)).bit_length() + 2))
+        bits = max(10, min(22, int(len(self.keys)).bit_length() + 5))
         self._hashes, self._shift = codes, np.uint64(64 - bits)
-        slot = codes >> self._shift
-        self._slots = np.full(1 << bits, -1, dtype=np.int64)
+        slot = (codes * _SEED) >> self._shift        # Fibonacci hashing: top bits of all bits
+        self._slots = np.full(1 << bits, -1, dtype=np.int32 if len(self.keys) < 2 ** 31
+                              else np.int64)
         self._slots[slot] = np.arange(slot.size)
         count = np.bincount(slot.astype(np.int64), minlength=1 << bits)
         self._slots[count > 1] = -2
@@ -170,7 +171,7 @@ class KeyIndex:
         codes = _hash_words(words.T)
         if not self._sorted.size:
             return np.full(codes.size, -1, dtype=np.int64)
-        ids = self._slots[codes >> self._shift]
+        ids = self._slots[(codes * _SEED) >> self._shift].astype(np.int64)
         crowded = np.flatnonzero(ids == -2)
         if crowded.size:
             wanted = codes[crowded]
@@ -349,7 +350,8 @@ class PairTable:
             raise KaldiError("Too many distinct first keys in %s (%d)" % (rx, len(keys.first)))
         codes = codes.array()
         if kind == "label":
-            codes.sort()
+            if not _ascending(codes):            # a sorted list is often already in order
+                codes.sort()
             values = None
         else:
             values = values.array()
@@ -404,14 +406,38 @@ class PairTable:
         if not self._codes.size:
             return np.full(pair_codes.size, -1, dtype=np.int64)
         shift = self.shift
+        rows = self._consecutive(pair_codes)
+        if rows is not None:
+            return rows
         rows = np.searchsorted(self._codes, pair_codes << shift)
         np.minimum(rows, self._codes.size - 1, out=rows)
         return np.where((self._codes[rows] >> shift) == pair_codes, rows, -1)
+
+    def _consecutive(self, pair_codes):
+        """The rows of ``pair_codes`` when they are consecutive rows of the table (a file in
+        the table's order, e.g. scores written in the order of a sorted trials list): one
+        comparison with a slice instead of a binary search per code; None otherwise."""
+        first = int(np.searchsorted(self._codes, pair_codes[:1] << self.shift)[0])
+        if first + pair_codes.size > self._codes.size:
+            return None
+        if not np.array_equal(self._codes[first:first + pair_codes.size] >> self.shift,
+                              pair_codes):
+            return None
+        return np.arange(first, first + pair_codes.size)
 
     def values(self, rows):
         if self.kind == "label":
             return (self._codes[rows] & np.uint64(1)).astype(bool)
         return self._values[rows]
+
+
+def _ascending(values, step=1 << 22):
+    """Whether ``values`` never decreases (checked in slices: no n-sized temporary)."""
+    for start in range(0, max(values.size - 1, 0), step):
+        piece = values[start:start + step + 1]
+        if not (piece[1:] >= piece[:-1]).all():
+            return False
+    return True
 
 
 def _as_bytes(keys):
