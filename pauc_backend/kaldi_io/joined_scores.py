@@ -15,10 +15,13 @@ def read_joined_scores(log, score_rxs, trials_rx=None):
     tables = [read_labelled_trials(trials_rx, keys)] if trials_rx is not None else []
     tables += [PairTable.read(rx, keys, "score") for rx in score_rxs[1:]]
     base, columns = join_columns(log, score_rxs[0], keys, tables)
+    num_trials = len(tables[0]) if trials_rx is not None else None
     is_target = columns.pop(0) if trials_rx is not None else None
-    scores = np.column_stack([base] + columns)
+    # one file: the joined column itself, not a copy of it
+    scores = base.reshape(-1, 1) if not columns else np.column_stack([base] + columns)
+    del base, columns, tables
     check_finite_scores(scores, score_rxs)
-    return scores, is_target, (len(tables[0]) if trials_rx is not None else None)
+    return scores, is_target, num_trials
 
 
 def check_finite_scores(scores, score_rxs):

@@ -53,39 +53,56 @@ _MAX_WORDS = 6          # keys up to 48 bytes take the vectorised path (FieldChu
 
 
 def _token_words(buf, starts, lengths):
-    """(n, w) uint64: each token's bytes as little-endian 8-byte words, zero past its end."""
+    """(w, n) uint64: each token's bytes as little-endian 8-byte words, zero past its end (one
+    contiguous row per word position, so comparisons run on whole rows, not along axis 1)."""
     words = _words(buf)
     width = max(1, -(-int(lengths.max()) // 8))
-    out = np.empty((starts.size, width), dtype=np.uint64)
+    out = np.empty((width, starts.size), dtype=np.uint64)
     for k in range(width):
-        out[:, k] = words[starts + 8 * k] & _LOW_BYTES[np.clip(lengths - 8 * k, 0, 8)]
+        out[k] = words[starts + 8 * k]
+        if k or int(lengths.min()) < 8:
+            out[k] &= _LOW_BYTES[np.minimum(np.maximum(lengths - 8 * k, 0), 8)]
     return out
 
 
 def _hash_words(words):
-    """A 64-bit hash of each row of words; trailing zero words do not change it."""
+    """A 64-bit hash of each row of (n, w) words; trailing zero words do not change it. Callers
+    pass the transpose of (w, n) words, so each column is contiguous."""
     code = np.full(words.shape[0], _SEED)
     for k in range(words.shape[1]):
-        column = words[:, k]
-        mixed = (code ^ column) * _PRIME
+        row = words[:, k]
+        mixed = (code ^ row) * _PRIME
         mixed ^= mixed >> np.uint64(29)
-        code = mixed if k == 0 else np.where(column != 0, mixed, code)
+        if k == 0:
+            code = mixed
+        else:
+            np.copyto(code, mixed, where=row != 0)
     return code
+
+
+def _runs_differ(words):
+    """n-1 bools: token i+1 differs from token i ((w, n) words)."""
+    differ = words[0, 1:] != words[0, :-1]
+    for row in words[1:]:
+        differ |= row[1:] != row[:-1]
+    return differ
 
 
 class KeyIndex:
     """Integer ids of the keys (bytes) of one column, in order of first appearance.
 
-    Lookups are vectorised: a token's bytes are read as 8-byte words, hashed, found by binary
-    search among the known hashes and verified word by word against the key's own words (a
-    hash collision falls back to a dict of the keys, so ids are always exact)."""
+    Lookups are vectorised: a token's bytes are read as 8-byte words, hashed, found in a
+    direct-mapped table of the known hashes (binary search where two keys share a slot) and
+    verified word by word against the key's own words (a hash collision falls back to a dict of
+    the keys, so ids are always exact)."""
 
     def __init__(self):
         self.ids = {}
         self.keys = []
-        self._words = np.zeros((0, 1), dtype=np.uint64)
+        self._words = np.zeros((1, 0), dtype=np.uint64)       # (w, num keys)
         self._sorted = np.zeros(0, dtype=np.uint64)
         self._order = np.zeros(0, dtype=np.int64)
+        self._hashes = self._slots = None
 
     def __len__(self):
         return len(self.keys)
@@ -96,16 +113,27 @@ class KeyIndex:
             self.ids[key] = len(self.keys)
             self.keys.append(key)
         width = max(1, max((-(-len(k) // 8) for k in self.keys), default=1))
-        words = np.zeros((len(self.keys), width), dtype=np.uint64)
-        for row, key in enumerate(self.keys[len(self._words):], len(self._words)):
+        known = self._words.shape[1]
+        words = np.zeros((width, len(self.keys)), dtype=np.uint64)
+        words[:self._words.shape[0], :known] = self._words
+        for row, key in enumerate(self.keys[known:], known):
             padded = key + b"\0" * (8 * width - len(key))
-            words[row] = np.frombuffer(padded, dtype="<u8")
-        words[:len(self._words), :self._words.shape[1]] = self._words
+            words[:, row] = np.frombuffer(padded, dtype="<u8")
         self._words = words
-        codes = _hash_words(words)
+        codes = _hash_words(words.T)
         self._order = np.argsort(codes, kind="stable")
         self._sorted = codes[self._order]
         self._distinct = bool((self._sorted[1:] != self._sorted[:-1]).all())
+        # a direct-mapped table on the hash's top bits: the key id where one key owns the
+        # slot, -2 where several do (those rows take the binary search), -1 where none does
+        bits = max(10, min(22, int(len(self.keys)).bit_length() + 5))
+        self._hashes, self._shift = codes, np.uint64(64 - bits)
+        slot = (codes * _SEED) >> self._shift        # Fibonacci hashing: top bits of all bits
+        self._slots = np.full(1 << bits, -1, dtype=np.int32 if len(self.keys) < 2 ** 31
+                              else np.int64)
+        self._slots[slot] = np.arange(slot.size)
+        count = np.bincount(slot.astype(np.int64), minlength=1 << bits)
+        self._slots[count > 1] = -2
 
     def lookup_chunk(self, chunk, index, add=False):
         """Ids of field ``index`` of a FieldChunk (see ``lookup``), read from its buffer."""
@@ -115,14 +143,14 @@ class KeyIndex:
         if not starts.size or int(lengths.max()) > 8 * _MAX_WORDS:
             return self.lookup(chunk.tokens(index), add)
         words = _token_words(chunk.buf, starts, lengths)
-        heads = np.flatnonzero(np.concatenate(([True], (words[1:] != words[:-1]).any(axis=1))))
+        heads = np.flatnonzero(np.concatenate(([True], _runs_differ(words))))
         if heads.size < 0.5 * starts.size:     # runs of one key (sorted lists): look up once
             ids = self.lookup_chunk(_Heads(chunk, index, heads), 0, add)
             return np.repeat(ids, np.diff(np.append(heads, starts.size)))
         ids = self._find(words)
         if add and (ids < 0).any():
             missing = np.flatnonzero(ids < 0)
-            _, first = np.unique(_hash_words(words[missing]), return_index=True)
+            _, first = np.unique(_hash_words(words[:, missing].T), return_index=True)
             new = []
             for row in missing[np.sort(first)].tolist():
                 key = bytes(chunk.buf[starts[row]:starts[row] + lengths[row]])
@@ -138,18 +166,33 @@ class KeyIndex:
         return ids
 
     def _find(self, words):
-        """Ids of rows of words (-1 if unknown); None if a hash collision needs the dict."""
-        codes = _hash_words(words)
+        """Ids of the columns of (w, n) words (-1 if unknown); None if a hash collision needs
+        the dict."""
+        codes = _hash_words(words.T)
         if not self._sorted.size:
             return np.full(codes.size, -1, dtype=np.int64)
-        at = np.minimum(np.searchsorted(self._sorted, codes), self._sorted.size - 1)
-        hit = self._sorted[at] == codes
-        ids = np.where(hit, self._order[at], -1)
-        rows = np.flatnonzero(hit)
-        width = min(words.shape[1], self._words.shape[1])
-        stored = self._words[ids[rows]]
-        same = (stored[:, :width] == words[rows, :width]).all(axis=1)
-        same &= (stored[:, width:] == 0).all(axis=1) & (words[rows, width:] == 0).all(axis=1)
+        ids = self._slots[(codes * _SEED) >> self._shift].astype(np.int64)
+        crowded = np.flatnonzero(ids == -2)
+        if crowded.size:
+            wanted = codes[crowded]
+            at = np.minimum(np.searchsorted(self._sorted, wanted), self._sorted.size - 1)
+            ids[crowded] = np.where(self._sorted[at] == wanted, self._order[at], -1)
+        hit = self._hashes[ids] == codes        # ids -1: the last key's hash, checked below
+        hit &= ids >= 0
+        if not hit.all():
+            ids[~hit] = -1
+            rows = np.flatnonzero(hit)
+            words, ids_hit = words[:, rows], ids[rows]
+        else:
+            ids_hit = ids
+        width = min(words.shape[0], self._words.shape[0])
+        same = np.ones(ids_hit.size, dtype=bool)
+        for k in range(width):
+            same &= self._words[k][ids_hit] == words[k]
+        for k in range(width, self._words.shape[0]):
+            same &= self._words[k][ids_hit] == 0
+        for k in range(width, words.shape[0]):
+            same &= words[k] == 0
         if not same.all():
             return None
         return ids if self._distinct else None   # equal hashes among known keys: the dict
@@ -211,12 +254,28 @@ class KeySpace:
         return "%s %s" % (self.first.text(code >> 32), self.second.text(code & 0xFFFFFFFF))
 
 
+_TARGET = np.frombuffer(b"target\0\0", dtype="<u8")[0]
+_NONTARGET = np.frombuffer(b"nontarge", dtype="<u8")[0]
+_ONE = np.uint64(ord("1"))
+_ZERO = np.uint64(ord("0"))
+
+
 def _labels(chunk, index):
-    """Target flags of a label column: ``target``/``nontarget``, or ``1``/``0`` as in the
-    VoxCeleb1 lists and most neural-embedding toolkits (the two may be mixed)."""
-    tokens = chunk.tokens(index)
-    is_target = (tokens == b"target") | (tokens == b"1")
-    bad = np.flatnonzero(~is_target & (tokens != b"nontarget") & (tokens != b"0"))
+    """uint64 1 (target) or 0 (nontarget) per line: ``target``/``nontarget``, or ``1``/``0`` as
+    in the VoxCeleb1 lists and most neural-embedding toolkits (the two may be mixed). Read as
+    8-byte words of the buffer (no token array); KaldiError naming the first other label."""
+    if hasattr(chunk, "buf"):
+        starts, lengths = chunk.columns[index]
+        head = _words(chunk.buf)[starts] & _LOW_BYTES[np.minimum(lengths, 8)]
+        one = lengths == 1
+        is_target = ((head == _TARGET) & (lengths == 6)) | (one & (head == _ONE))
+        valid = is_target | ((head == _NONTARGET) & (lengths == 9)
+                             & (chunk.buf[starts + 8] == ord("t"))) | (one & (head == _ZERO))
+    else:
+        tokens = chunk.tokens(index)
+        is_target = (tokens == b"target") | (tokens == b"1")
+        valid = is_target | (tokens == b"nontarget") | (tokens == b"0")
+    bad = np.flatnonzero(~valid)
     if bad.size:
         label = chunk.token(index, bad[0])
         line = chunk.first_line + int(bad[0])
@@ -295,7 +354,8 @@ class PairTable:
             raise KaldiError("Too many distinct first keys in %s (%d)" % (rx, len(keys.first)))
         codes = codes.array()
         if kind == "label":
-            codes.sort()
+            if not _ascending(codes):            # a sorted list is often already in order
+                codes.sort()
             values = None
         else:
             values = values.array()
@@ -350,14 +410,38 @@ class PairTable:
         if not self._codes.size:
             return np.full(pair_codes.size, -1, dtype=np.int64)
         shift = self.shift
+        rows = self._consecutive(pair_codes)
+        if rows is not None:
+            return rows
         rows = np.searchsorted(self._codes, pair_codes << shift)
         np.minimum(rows, self._codes.size - 1, out=rows)
         return np.where((self._codes[rows] >> shift) == pair_codes, rows, -1)
+
+    def _consecutive(self, pair_codes):
+        """The rows of ``pair_codes`` when they are consecutive rows of the table (a file in
+        the table's order, e.g. scores written in the order of a sorted trials list): one
+        comparison with a slice instead of a binary search per code; None otherwise."""
+        first = int(np.searchsorted(self._codes, pair_codes[:1] << self.shift)[0])
+        if first + pair_codes.size > self._codes.size:
+            return None
+        if not np.array_equal(self._codes[first:first + pair_codes.size] >> self.shift,
+                              pair_codes):
+            return None
+        return np.arange(first, first + pair_codes.size)
 
     def values(self, rows):
         if self.kind == "label":
             return (self._codes[rows] & np.uint64(1)).astype(bool)
         return self._values[rows]
+
+
+def _ascending(values, step=1 << 22):
+    """Whether ``values`` never decreases (checked in slices: no n-sized temporary)."""
+    for start in range(0, max(values.size - 1, 0), step):
+        piece = values[start:start + step + 1]
+        if not (piece[1:] >= piece[:-1]).all():
+            return False
+    return True
 
 
 def _as_bytes(keys):

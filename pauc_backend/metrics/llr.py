@@ -40,7 +40,9 @@ def _check_scores(tar, non):
 def cllr(tar, non):
     """Cllr in bits (BOSARIS ``cllr.m``): the prior-0.5 cross-entropy of the LLRs."""
     tar, non = _check_scores(tar, non)
-    c_tar = np.mean(np.logaddexp(0.0, -tar))
+    loss = np.negative(tar)
+    c_tar = np.mean(np.logaddexp(0.0, loss, out=loss))
+    del loss
     c_non = np.mean(np.logaddexp(0.0, non))
     return float(0.5 * (c_tar + c_non) / _LOG2)
 
@@ -64,6 +66,23 @@ def _pav_bins(tar, non):
     return inverse, posterior, n_tar, n_non
 
 
+def _pav_posteriors(tar, non):
+    """``_pav_bins`` without the bin of each score (what ``min_cllr`` needs): the pooled
+    scores are sorted in place and each class counted per bin by binary search, so no
+    n-sized int64 index arrays besides one class's bin numbers at a time."""
+    pooled = np.concatenate([tar, non])
+    pooled.sort()
+    distinct = np.empty(pooled.size, dtype=bool)
+    distinct[0] = True
+    np.not_equal(pooled[1:], pooled[:-1], out=distinct[1:])
+    values = pooled[distinct]
+    del pooled, distinct
+    n_tar = np.bincount(np.searchsorted(values, tar), minlength=values.size).astype(np.float64)
+    n_non = np.bincount(np.searchsorted(values, non), minlength=values.size).astype(np.float64)
+    posterior = pav(n_tar / (n_tar + n_non), n_tar + n_non)
+    return posterior, n_tar, n_non
+
+
 def optimal_llrs(tar, non):
     """LLRs after the optimal monotone (PAV) calibration (BOSARIS ``opt_loglr``); may hold +-inf."""
     tar, non = _check_scores(tar, non)
@@ -77,7 +96,7 @@ def optimal_llrs(tar, non):
 def min_cllr(tar, non):
     """Cllr of the PAV-calibrated scores: the best Cllr any monotone calibration can reach."""
     tar, non = _check_scores(tar, non)
-    _, posterior, n_tar, n_non = _pav_bins(tar, non)
+    posterior, n_tar, n_non = _pav_posteriors(tar, non)
     # PAV blocks pool whole bins, so counts per distinct posterior give the exact Cllr; in a
     # block with posterior p, log(1 + e^{-llr}) = log(1 + (1 - p) N_tar / (p N_non)).
     _, block = np.unique(posterior, return_inverse=True)

@@ -190,7 +190,9 @@ def _dprime_of(tar, w_tar, non, w_non):
 
 def _moments(x, w):
     mean = np.average(x, weights=w)
-    return mean, np.average((x - mean) ** 2, weights=w)
+    spread = np.subtract(x, mean)
+    np.square(spread, out=spread)           # (x - mean) ** 2, one temporary instead of two
+    return mean, np.average(spread, weights=w)
 
 
 METRICS = (

@@ -40,11 +40,22 @@ def prior_weighted_cross_entropy(weights, offset, scores, labels, prior=0.5, reg
     scores = scores.reshape(len(scores), -1)
     weights = np.asarray(weights, dtype=np.float64).ravel()
     labels = np.asarray(labels).astype(bool)
-    sign = np.where(labels, 1.0, -1.0)
     a = _class_weights(labels, prior)
-    margin = sign * (scores @ weights + offset + _logit(prior))
-    value = np.sum(a * np.logaddexp(0.0, -margin)) + 0.5 * regularization * (weights @ weights)
-    r = -a * sign * expit(-margin)
+    # in place, in the order of sign * (s w + b + logit(prior)), a softplus(-m) and
+    # -a sign sigmoid(-m) (same bits); signs are negations where=, not n-sized arrays
+    margin = scores @ weights
+    margin += offset
+    margin += _logit(prior)
+    np.negative(margin, out=margin, where=~labels)
+    term = np.negative(margin)
+    np.logaddexp(0.0, term, out=term)
+    term *= a
+    value = np.sum(term) + 0.5 * regularization * (weights @ weights)
+    r = np.negative(margin, out=term)
+    del margin
+    expit(r, out=r)
+    r *= a
+    np.negative(r, out=r, where=labels)
     gradient = np.append(scores.T @ r + regularization * weights, np.sum(r))
     return float(value), gradient
 
@@ -124,29 +135,44 @@ class LinearFusion:
         for k in range(num_cols):
             self._check_separation(z[:, k], labels)
 
-        sign = np.where(labels, 1.0, -1.0)
         a = _class_weights(labels, self.prior)
+        nontarget = ~labels
         shift = _logit(self.prior)
         penalty = np.append(self.regularization / std ** 2, 0.0)
 
-        signed_a = sign * a
-
         def evaluate(theta, derivatives=True):
             # softplus(-m) = max(-m, 0) + log1p(e) and sigmoid(-m) from one e = exp(-|m|).
+            # In place, in the order of the plain formulas (same bits); the label signs are
+            # negations where=, so no n-sized sign arrays: at most four n-sized temporaries.
             margin = z @ theta
             margin += shift
-            margin *= sign
-            e = np.exp(-np.abs(margin))
+            np.negative(margin, out=margin, where=nontarget)      # margin *= sign
+            e = np.abs(margin)
+            np.negative(e, out=e)
+            np.exp(e, out=e)
             loss = np.log1p(e)
-            loss += np.maximum(-margin, 0.0)
+            work = np.negative(margin)
+            np.maximum(work, 0.0, out=work)
+            loss += work
             value = a @ loss + 0.5 * theta @ (penalty * theta)
             if not derivatives:
                 return value
-            p = np.where(margin >= 0, e, 1.0)
-            p /= 1.0 + e
-            gradient = z.T @ (-signed_a * p) + penalty * theta
-            curvature = a * p * (1.0 - p)
-            hessian = (z.T * curvature) @ z + np.diag(penalty)
+            p = work                                              # np.where(m >= 0, e, 1)
+            p.fill(1.0)
+            np.copyto(p, e, where=margin >= 0)
+            del margin
+            e += 1.0
+            p /= e
+            del e
+            ap = loss                                             # a p
+            np.multiply(a, p, out=ap)
+            np.negative(ap, out=ap, where=labels)                 # -sign a p
+            gradient = z.T @ ap + penalty * theta
+            np.negative(ap, out=ap, where=labels)
+            np.subtract(1.0, p, out=p)
+            ap *= p                                               # a p (1 - p)
+            del p
+            hessian = (z.T * ap) @ z + np.diag(penalty)
             return value, gradient, hessian
 
         theta = np.zeros(num_cols + 1)

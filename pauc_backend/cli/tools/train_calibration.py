@@ -48,19 +48,21 @@ def run(opts, args):
                  % (format_vector(model.weights_), format_float(model.offset_)))
     llr = model.transform(scores)
     for k in range(scores.shape[1]):
-        raw = scores[:, k]
-        tool.log.log("Training trials, input %d (%s): Cllr %s, actDCF(%s) %s, minCllr %s" % (
-            k + 1, score_rxs[k], format_float(cllr(raw[labels], raw[~labels])),
-            format_float(opts.prior), format_float(act_dcf(raw[labels], raw[~labels],
-                                                           opts.prior)),
-            format_float(min_cllr(raw[labels], raw[~labels]))))
-    tool.log.log("Training trials, calibrated: Cllr %s, actDCF(%s) %s, minCllr %s" % (
-        format_float(cllr(llr[labels], llr[~labels])), format_float(opts.prior),
-        format_float(act_dcf(llr[labels], llr[~labels], opts.prior)),
-        format_float(min_cllr(llr[labels], llr[~labels]))))
+        _log_llr_metrics("Training trials, input %d (%s)" % (k + 1, score_rxs[k]),
+                         scores[:, k], labels, opts.prior)
+    del scores                      # one n-sized array fewer for the calibrated figures
+    _log_llr_metrics("Training trials, calibrated", llr, labels, opts.prior)
     write_calibration(model_wx, model, binary=opts.binary)
     tool.log.log("Wrote calibration model to %s" % model_wx)
     return 0
+
+
+def _log_llr_metrics(what, values, labels, prior):
+    """LOG Cllr, actDCF and minCllr of one score column (its two classes copied once)."""
+    tar, non = values[labels], values[~labels]
+    tool.log.log("%s: Cllr %s, actDCF(%s) %s, minCllr %s" % (
+        what, format_float(cllr(tar, non)), format_float(prior),
+        format_float(act_dcf(tar, non, prior)), format_float(min_cllr(tar, non))))
 
 
 def main(argv=None):
