@@ -233,3 +233,27 @@ def test_closed_stdin_reads_as_empty_input(tmp_path):
     if os.access(KALDI_COPY_VECTOR, os.X_OK):   # Kaldi: "Copied 0 vectors.", exit 1
         kaldi = run_shell("%s ark:- ark,t:- <&-" % KALDI_COPY_VECTOR)
         assert kaldi.returncode == 1 and b"Copied 0 vectors" in kaldi.stderr
+
+
+@pytest.mark.parametrize("setting,expected", [("", 0), ("true", 2)])
+def test_temp_files_are_fsynced_only_under_pauc_backend_fsync(tmp_path, monkeypatch,
+                                                              setting, expected):
+    """Data fsync is opt-in (PAUC_BACKEND_FSYNC), the bytes are the same either way; both
+    temps of an ark,scp pair are fsynced when it is set (the journals' and directories'
+    fsyncs, done either way, are not counted)."""
+    import numpy as np
+    from pauc_backend.kaldi_io import read_vector_table, write_vector_table
+
+    synced = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(os.readlink(
+        "/proc/self/fd/%d" % fd)), real_fsync(fd)))
+    monkeypatch.setenv("PAUC_BACKEND_FSYNC", setting)
+    X = np.arange(12, dtype=np.float32).reshape(4, 3)
+    keys = ["u%d" % i for i in range(4)]
+    write_vector_table("ark,scp:%s,%s" % (tmp_path / "x.ark", tmp_path / "x.scp"), keys, X)
+    temps = [p for p in synced if ".pauc-" in os.path.basename(p)
+             and ".pauc-commit" not in os.path.basename(p)]
+    assert len(temps) == expected
+    read_keys, Y = read_vector_table("scp:%s" % (tmp_path / "x.scp"))
+    assert list(read_keys) == keys and np.array_equal(np.asarray(Y), X)
