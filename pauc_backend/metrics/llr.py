@@ -37,13 +37,22 @@ def _check_scores(tar, non):
     return tar, non
 
 
+_BLOCK = 1 << 18
+
+
+def _mean_softplus(x, sign):
+    """mean of log(1 + exp(sign * x)), over blocks (no n-sized temporary)."""
+    total = 0.0
+    for start in range(0, x.size, _BLOCK):
+        part = np.multiply(x[start:start + _BLOCK], sign)
+        total += np.sum(np.logaddexp(0.0, part, out=part))
+    return total / x.size
+
+
 def cllr(tar, non):
     """Cllr in bits (BOSARIS ``cllr.m``): the prior-0.5 cross-entropy of the LLRs."""
     tar, non = _check_scores(tar, non)
-    loss = np.negative(tar)
-    c_tar = np.mean(np.logaddexp(0.0, loss, out=loss))
-    del loss
-    c_non = np.mean(np.logaddexp(0.0, non))
+    c_tar, c_non = _mean_softplus(tar, -1.0), _mean_softplus(non, 1.0)
     return float(0.5 * (c_tar + c_non) / _LOG2)
 
 
@@ -66,19 +75,38 @@ def _pav_bins(tar, non):
     return inverse, posterior, n_tar, n_non
 
 
+def _ascending(scores):
+    """``scores`` itself when already non-decreasing (no copy), else a sorted copy."""
+    if scores.size < 2 or not (scores[1:] < scores[:-1]).any():
+        return scores
+    return np.sort(scores)
+
+
 def _pav_posteriors(tar, non):
-    """``_pav_bins`` without the bin of each score (what ``min_cllr`` needs): the pooled
-    scores are sorted in place and each class counted per bin by binary search, so no
-    n-sized int64 index arrays besides one class's bin numbers at a time."""
-    pooled = np.concatenate([tar, non])
-    pooled.sort()
-    distinct = np.empty(pooled.size, dtype=bool)
-    distinct[0] = True
-    np.not_equal(pooled[1:], pooled[:-1], out=distinct[1:])
-    values = pooled[distinct]
-    del pooled, distinct
-    n_tar = np.bincount(np.searchsorted(values, tar), minlength=values.size).astype(np.float64)
-    n_non = np.bincount(np.searchsorted(values, non), minlength=values.size).astype(np.float64)
+    """``_pav_bins`` without the bin of each score (what ``min_cllr`` needs), on runs of bins
+    instead of bins: the non-targets strictly between two consecutive distinct target scores
+    are pooled into one bin of posterior 0. Adjacent observations with equal values have
+    equal fits in the (unique) weighted isotonic regression, so PAV gives the same posteriors
+    there; the bins are at most 2 * (distinct target scores) + 1, and nothing n-sized is
+    made but sorted copies of unsorted inputs."""
+    tar, non = _ascending(tar), _ascending(non)
+    first = np.ones(tar.size, dtype=bool)
+    np.not_equal(tar[1:], tar[:-1], out=first[1:])
+    values = tar[first]                                   # distinct target scores
+    starts = np.flatnonzero(first)
+    n_at = np.diff(np.append(starts, tar.size)).astype(np.float64)
+    below = np.searchsorted(non, values, side="left")     # non-targets < each value
+    upto = np.searchsorted(non, values, side="right")     # non-targets <= each value
+    between = np.diff(np.concatenate([[0], upto]))[:values.size] - (upto - below)
+    between = np.append(between, non.size - upto[-1])     # gaps before each value, and after
+    # bins in score order: gap 0, value 0, gap 1, value 1, ..., gap V
+    n_tar = np.zeros(2 * values.size + 1)
+    n_non = np.empty(2 * values.size + 1)
+    n_tar[1::2] = n_at
+    n_non[1::2] = upto - below
+    n_non[0::2] = between
+    keep = (n_tar + n_non) > 0
+    n_tar, n_non = n_tar[keep], n_non[keep]
     posterior = pav(n_tar / (n_tar + n_non), n_tar + n_non)
     return posterior, n_tar, n_non
 
@@ -118,8 +146,8 @@ def act_dcf(tar, non, p_target=0.01, c_miss=1.0, c_fa=1.0):
     if c_miss <= 0 or c_fa <= 0:
         raise ValueError("c_miss and c_fa must be positive")
     theta = np.log1p(-p) - np.log(p) + np.log(c_fa) - np.log(c_miss)
-    p_miss = np.searchsorted(np.sort(tar), theta, side="left") / tar.size
-    p_fa = 1.0 - np.searchsorted(np.sort(non), theta, side="left") / non.size
+    p_miss = np.searchsorted(_ascending(tar), theta, side="left") / tar.size
+    p_fa = 1.0 - np.searchsorted(_ascending(non), theta, side="left") / non.size
     dcf = p * c_miss * p_miss + (1.0 - p) * c_fa * p_fa
     result = dcf / np.minimum(p * c_miss, (1.0 - p) * c_fa)
     return float(result) if result.ndim == 0 else result

@@ -28,36 +28,67 @@ def _logit(p):
     return float(np.log(p) - np.log1p(-p))
 
 
-def _class_weights(labels, prior):
-    n_tar = int(np.count_nonzero(labels))
-    n_non = labels.size - n_tar
-    return np.where(labels, prior / n_tar, (1.0 - prior) / n_non)
-
-
 def prior_weighted_cross_entropy(weights, offset, scores, labels, prior=0.5, regularization=0.0):
-    """C(w, b) and its gradient with respect to (w_1..w_K, b); ``scores`` is (n,) or (n, K)."""
+    """C(w, b) and its gradient with respect to (w_1..w_K, b); ``scores`` is (n,) or (n, K).
+    Summed over blocks of trials, so its temporaries are a block's."""
     scores = np.asarray(scores, dtype=np.float64)
     scores = scores.reshape(len(scores), -1)
     weights = np.asarray(weights, dtype=np.float64).ravel()
     labels = np.asarray(labels).astype(bool)
-    a = _class_weights(labels, prior)
-    # in place, in the order of sign * (s w + b + logit(prior)), a softplus(-m) and
-    # -a sign sigmoid(-m) (same bits); signs are negations where=, not n-sized arrays
-    margin = scores @ weights
-    margin += offset
-    margin += _logit(prior)
-    np.negative(margin, out=margin, where=~labels)
-    term = np.negative(margin)
-    np.logaddexp(0.0, term, out=term)
-    term *= a
-    value = np.sum(term) + 0.5 * regularization * (weights @ weights)
-    r = np.negative(margin, out=term)
-    del margin
-    expit(r, out=r)
-    r *= a
-    np.negative(r, out=r, where=labels)
-    gradient = np.append(scores.T @ r + regularization * weights, np.sum(r))
+    n_tar = int(np.count_nonzero(labels))
+    weight = (prior / n_tar, (1.0 - prior) / (labels.size - n_tar))
+    value, gradient = 0.5 * regularization * (weights @ weights), np.zeros(weights.size + 1)
+    for start in range(0, labels.size, _BLOCK):
+        part_labels = labels[start:start + _BLOCK]
+        a = np.where(part_labels, weight[0], weight[1])
+        part = scores[start:start + _BLOCK]
+        # sign * (s w + b + logit(prior)), a softplus(-m) and -a sign sigmoid(-m); the signs
+        # are negations where=, not arrays
+        margin = part @ weights
+        margin += offset
+        margin += _logit(prior)
+        np.negative(margin, out=margin, where=~part_labels)
+        term = np.logaddexp(0.0, -margin)
+        term *= a
+        value += np.sum(term)
+        r = expit(-margin, out=term)
+        r *= a
+        np.negative(r, out=r, where=part_labels)
+        gradient[:-1] += part.T @ r
+        gradient[-1] += np.sum(r)
+    gradient[:-1] += regularization * weights
     return float(value), gradient
+
+
+_BLOCK = 1 << 18     # trials per block of the Newton sums (2 MB per float64 column)
+
+
+def _block_terms(theta, scores, mean, std, labels, weight, shift, derivatives):
+    """One block's share of the prior-weighted cross-entropy of ``LinearFusion.fit`` in the
+    standardised coordinates z = [(s - mean) / std, 1]: (C, gradient, Hessian), or (C,)."""
+    z = np.empty((scores.shape[0], scores.shape[1] + 1))
+    np.divide(scores - mean, std, out=z[:, :-1])
+    z[:, -1] = 1.0
+    a = np.where(labels, weight[0], weight[1])
+    # softplus(-m) = max(-m, 0) + log1p(e) and sigmoid(-m) from one e = exp(-|m|), m the
+    # margin times the label sign (a negation where= non-target).
+    margin = z @ theta
+    margin += shift
+    np.negative(margin, out=margin, where=~labels)
+    e = np.exp(-np.abs(margin))
+    loss = np.log1p(e)
+    loss += np.maximum(-margin, 0.0)
+    value = a @ loss
+    if not derivatives:
+        return (value,)
+    p = np.where(margin >= 0, e, 1.0)
+    p /= 1.0 + e
+    ap = a * p
+    np.negative(ap, out=ap, where=labels)                     # -sign a p
+    gradient = z.T @ ap
+    np.negative(ap, out=ap, where=labels)
+    ap *= 1.0 - p                                             # a p (1 - p)
+    return value, gradient, (z.T * ap) @ z
 
 
 class LinearFusion:
@@ -129,51 +160,29 @@ class LinearFusion:
             raise ValueError("score column %d is constant (%.7g) over all trials; it cannot be "
                              "calibrated" % (int(np.argmax(std == 0)) + 1,
                                              mean[np.argmax(std == 0)]))
-        z = np.empty((scores.shape[0], num_cols + 1))
-        np.divide(scores - mean, std, out=z[:, :num_cols])
-        z[:, num_cols] = 1.0
-        for k in range(num_cols):
-            self._check_separation(z[:, k], labels)
+        for k in range(num_cols):        # standardising is monotone: same answer
+            self._check_separation(scores[:, k], labels)
 
-        a = _class_weights(labels, self.prior)
-        nontarget = ~labels
+        weight = (self.prior / np.count_nonzero(labels),
+                  (1.0 - self.prior) / np.count_nonzero(~labels))
         shift = _logit(self.prior)
         penalty = np.append(self.regularization / std ** 2, 0.0)
 
         def evaluate(theta, derivatives=True):
-            # softplus(-m) = max(-m, 0) + log1p(e) and sigmoid(-m) from one e = exp(-|m|).
-            # In place, in the order of the plain formulas (same bits); the label signs are
-            # negations where=, so no n-sized sign arrays: at most four n-sized temporaries.
-            margin = z @ theta
-            margin += shift
-            np.negative(margin, out=margin, where=nontarget)      # margin *= sign
-            e = np.abs(margin)
-            np.negative(e, out=e)
-            np.exp(e, out=e)
-            loss = np.log1p(e)
-            work = np.negative(margin)
-            np.maximum(work, 0.0, out=work)
-            loss += work
-            value = a @ loss + 0.5 * theta @ (penalty * theta)
+            # Over blocks of trials, so the temporaries are a block's, not n-sized.
+            value, gradient = 0.0, np.zeros(num_cols + 1)
+            hessian = np.zeros((num_cols + 1, num_cols + 1))
+            for start in range(0, scores.shape[0], _BLOCK):
+                part = _block_terms(theta, scores[start:start + _BLOCK], mean, std,
+                                    labels[start:start + _BLOCK], weight, shift, derivatives)
+                value += part[0]
+                if derivatives:
+                    gradient += part[1]
+                    hessian += part[2]
+            value += 0.5 * theta @ (penalty * theta)
             if not derivatives:
                 return value
-            p = work                                              # np.where(m >= 0, e, 1)
-            p.fill(1.0)
-            np.copyto(p, e, where=margin >= 0)
-            del margin
-            e += 1.0
-            p /= e
-            del e
-            ap = loss                                             # a p
-            np.multiply(a, p, out=ap)
-            np.negative(ap, out=ap, where=labels)                 # -sign a p
-            gradient = z.T @ ap + penalty * theta
-            np.negative(ap, out=ap, where=labels)
-            np.subtract(1.0, p, out=p)
-            ap *= p                                               # a p (1 - p)
-            del p
-            hessian = (z.T * ap) @ z + np.diag(penalty)
-            return value, gradient, hessian
+            return value, gradient + penalty * theta, hessian + np.diag(penalty)
 
         theta = np.zeros(num_cols + 1)
         value, gradient, hessian = evaluate(theta)
@@ -208,7 +217,7 @@ class LinearFusion:
                 converged = True
                 break
             if num_cols > 1:
-                self._check_separation(z[:, :num_cols] @ theta[:num_cols], labels)
+                self._check_separation(scores @ (theta[:num_cols] / std), labels)
             if not np.all(np.isfinite(theta)) or np.linalg.norm(theta[:num_cols]) > 1e8:
                 break
         if not converged:

@@ -58,8 +58,11 @@ def run(opts, args):
 
 
 def _log_llr_metrics(what, values, labels, prior):
-    """LOG Cllr, actDCF and minCllr of one score column (its two classes copied once)."""
+    """LOG Cllr, actDCF and minCllr of one score column (its two classes copied once and
+    sorted in place, so the metrics need no further copies)."""
     tar, non = values[labels], values[~labels]
+    tar.sort()
+    non.sort()
     tool.log.log("%s: Cllr %s, actDCF(%s) %s, minCllr %s" % (
         what, format_float(cllr(tar, non)), format_float(prior),
         format_float(act_dcf(tar, non, prior)), format_float(min_cllr(tar, non))))
