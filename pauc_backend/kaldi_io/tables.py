@@ -11,7 +11,7 @@ import struct
 import numpy as np
 
 from pauc_backend.errors import KaldiError
-from pauc_backend.kaldi_io import streams
+from pauc_backend.kaldi_io import commit, streams
 from pauc_backend.kaldi_io.archive import (FV_HEADER, iter_archive, read_fv_buffer,
                                            read_fv_stream, stack_vectors)
 from pauc_backend.kaldi_io.holders import HOLDERS, check_keys, check_token, get_holder
@@ -212,7 +212,7 @@ class TableWriter:
     """Write ``(key, value)`` to a wspecifier (TableWriter): ark, scp, ark+scp, stdout, pipes.
 
     Outputs are committed by ``close()`` (or leaving the ``with`` block) together, archive before
-    script (``streams.commit_outputs``); an exception aborts them, so no half-written archive is
+    script (``commit.commit_outputs``); an exception aborts them, so no half-written archive is
     left. ``ark,scp:A,S`` writes ``key A:offset`` lines.
     """
 
@@ -341,7 +341,7 @@ class TableWriter:
         handles = [h for h in (self._ark, self._scp) if h is not None] + self._pending
         self._ark = self._scp = None
         self._pending = []
-        streams.commit_outputs(handles)
+        commit.commit_outputs(handles)
 
     def abort(self):
         for handle in [h for h in (self._ark, self._scp) if h is not None] + self._pending:

@@ -26,6 +26,7 @@ import numpy as np
 
 from pauc_backend.persist.calibration import read_calibration, write_calibration
 from pauc_backend.errors import KaldiError
+from pauc_backend.kaldi_io.commit import committed_at_once
 from pauc_backend.kaldi_io import read_matrix, read_plda, read_vector, write_matrix, write_plda
 from pauc_backend.kaldi_io import (read_int32_table, read_vector_table, write_int32_table,
                                    write_vector, write_vector_table)
@@ -37,6 +38,12 @@ from pauc_backend.models.plda import PLDA
 
 def write_model_dir(path, model, binary=True, extra_lines=()):
     """Write a fitted AutoBackend as the directory ``path`` (atomically replaced)."""
+    with committed_at_once():      # the files are in place before the directory's rename
+        _write_model_dir(path, model, binary, extra_lines)
+
+
+def _write_model_dir(path, model, binary=True, extra_lines=()):
+    """The body of ``write_model_dir``, its files committed as each closes."""
     parent = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(parent):
         raise KaldiError("Cannot write model directory %s: %s does not exist" % (path, parent))

@@ -35,6 +35,7 @@ import tempfile
 import numpy as np
 
 from pauc_backend.errors import KaldiError
+from pauc_backend.kaldi_io.commit import committed_at_once
 from pauc_backend.kaldi_io import read_matrix, write_matrix
 
 # AutoBackend parameters that do not change the result (how it runs, not what it computes).
@@ -93,6 +94,12 @@ def write_fold_outputs(fold_dir, stage, folds, results, work, digest, binary=Tru
     """One directory per fold in ``folds`` (0-based) with its ``results``
     (AutoBackend.cross_fit_stage), each committed by a rename; ``work`` = (dims, systems)
     of the stage (nothing to do: an output without scores, which says so)."""
+    with committed_at_once():      # the files are in place before the directory's rename
+        _write_fold_outputs(fold_dir, stage, folds, results, work, digest, binary)
+
+
+def _write_fold_outputs(fold_dir, stage, folds, results, work, digest, binary=True):
+    """The body of ``write_fold_outputs``, its files committed as each closes."""
     if not os.path.isdir(fold_dir):
         os.makedirs(fold_dir, exist_ok=True)
     dims, systems = work

@@ -257,3 +257,26 @@ def test_temp_files_are_fsynced_only_under_pauc_backend_fsync(tmp_path, monkeypa
     assert len(temps) == expected
     read_keys, Y = read_vector_table("scp:%s" % (tmp_path / "x.scp"))
     assert list(read_keys) == keys and np.array_equal(np.asarray(Y), X)
+
+
+def test_a_model_directory_written_inside_an_output_group_is_complete(tmp_path):
+    """Tools run inside an output_group (their outputs commit together at the end); a model
+    directory is assembled in a temp directory renamed into place, so its files must commit
+    before that rename: the directory is complete and readable when the group ends."""
+    import numpy as np
+    from pauc_backend.kaldi_io.commit import output_group
+    from pauc_backend.models.auto_backend import AutoBackend
+    from pauc_backend.persist.auto_backend import read_model_dir, write_model_dir
+
+    rng = np.random.default_rng(0)
+    centres = rng.normal(size=(12, 6)) * 2
+    X = np.repeat(centres, 8, axis=0) + rng.normal(size=(96, 6))
+    spk = np.repeat(np.arange(12), 8)
+    model = AutoBackend(candidates=("plda",), lda_dims=(4,), num_folds=2).fit(X, spk)
+    with output_group():
+        write_model_dir(str(tmp_path / "model"), model)
+    loaded, _ = read_model_dir(str(tmp_path / "model"))
+    rows = np.arange(3)
+    assert np.allclose(loaded.score(X[:3], X[3:6], rows, rows),
+                       model.score(X[:3], X[3:6], rows, rows))
+    assert not [p for p in os.listdir(tmp_path) if p.startswith(".")]

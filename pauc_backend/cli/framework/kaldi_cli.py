@@ -401,7 +401,7 @@ class Tool:
                 picked = outputs(args) if callable(outputs) else args[outputs] if args else []
                 for output in ([picked] if isinstance(picked, str) else picked):
                     check_output(output)
-            from pauc_backend.kaldi_io.streams import output_group
+            from pauc_backend.kaldi_io.commit import output_group
             with output_group():   # every file the run writes is replaced together, or none
                 code = run(opts, args)
         except BrokenPipeError as err:  # SIGPIPE is ignored, so a vanished reader lands here
