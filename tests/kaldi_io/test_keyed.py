@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from pauc_backend.cli.framework.trial_scoring import score_trial_list
 from pauc_backend.errors import KaldiError
-from pauc_backend.kaldi_io import keyed, numbers, trials
+from pauc_backend.kaldi_io import key_index, keyed, numbers, trials
 from pauc_backend.kaldi_io.keyed import KeySpace, PairTable, join_columns, keyed_score_labels
 from pauc_backend.metrics.moments import Float32Moments
 
@@ -176,7 +176,7 @@ def test_compute_eer_input_streams_to_the_same_values(tmp_path, chunk_bytes):
 def test_key_ids_stay_exact_when_hashes_collide(tmp_path, monkeypatch, hash_fn):
     fake = {"zeros": lambda words: np.zeros(words.shape[0], dtype=np.uint64),
             "low byte": lambda words: words[:, 0] & np.uint64(0xFF)}[hash_fn]
-    monkeypatch.setattr(keyed, "_hash_words", fake)
+    monkeypatch.setattr(key_index, "_hash_words", fake)
     pairs = [("spk%d" % i, "utt-%03d-with-a-long-name" % j) for i in range(4) for j in range(9)]
     (tmp_path / "t").write_text("".join("%s %s %s\n" % (a, b, "target" if a[-1] == b[-1]
                                                          else "nontarget") for a, b in pairs))
