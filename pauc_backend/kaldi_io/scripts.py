@@ -156,16 +156,9 @@ def iter_script(rx, holder, permissive=False, entries=None):
     cache = FileCache()
     try:
         for key, target in zip(keys, targets):
-            try:
-                value = cache.read_object(target, holder, key)
-            except KaldiError as err:
-                if not permissive:
-                    raise KaldiError("Failed to read key '%s' from script %s: %s" % (
-                        key, streams.printable(rx), err)) from None
-                codec.warn("Skipping key '%s' of %s (permissive mode): %s" % (
-                    key, streams.printable(rx), err))
-                continue
-            yield key, value
+            value = read_script_entry(cache, target, holder, key, rx, permissive)
+            if value is not None:
+                yield key, value
     finally:
         cache.close()
 
@@ -225,3 +218,17 @@ def fv_at_offsets(keys, paths, offsets):
         return list(keys), out
     finally:
         cache.close()
+
+
+def read_script_entry(cache, target, holder, key, rx, permissive):
+    """The object of one script line (``cache.read_object``), or None after a WARNING when it
+    fails in permissive mode (Kaldi's ``p``); KaldiError naming the key and script otherwise."""
+    try:
+        return cache.read_object(target, holder, key)
+    except KaldiError as err:
+        if not permissive:
+            raise KaldiError("Failed to read key '%s' from script %s: %s" % (
+                key, streams.printable(rx), err)) from None
+        codec.warn("Skipping key '%s' of %s (permissive mode): %s" % (
+            key, streams.printable(rx), err))
+        return None

@@ -30,7 +30,8 @@ from pauc_backend.kaldi_io.archive import (FV_HEADER, fv_dim, gather_rows, read_
                                            scan_fv_block)
 from pauc_backend.kaldi_io.codec import ByteCursor
 from pauc_backend.kaldi_io.holders import HOLDERS
-from pauc_backend.kaldi_io.scripts import FileCache, parse_offset_script, parse_script
+from pauc_backend.kaldi_io.scripts import (FileCache, parse_offset_script, parse_script,
+                                          read_script_entry)
 from pauc_backend.kaldi_io.specifiers import parse_rspecifier
 from pauc_backend.kaldi_io.tables import TableWriter
 
@@ -393,14 +394,8 @@ def iter_script_chunks(rx, permissive=False):
                     continue
             chunk_keys, rows = [], []
             for key, target in zip(keys, targets):
-                try:
-                    value = cache.read_object(target, _VECTOR, key)
-                except KaldiError as err:
-                    if not permissive:
-                        raise KaldiError("Failed to read key '%s' from script %s: %s" % (
-                            key, streams.printable(rx), err)) from None
-                    codec.warn("Skipping key '%s' of %s (permissive mode): %s" % (
-                        key, streams.printable(rx), err))
+                value = read_script_entry(cache, target, _VECTOR, key, rx, permissive)
+                if value is None:
                     continue
                 if rows and value.size != rows[0].size:
                     yield VectorChunk(np.array(rows, np.float32).reshape(len(rows), -1),

@@ -1,9 +1,12 @@
 """The checks every tool makes of a vector table it reads: not empty, finite, of the model's
 dimension. One place, so each mistake gets the same ERROR line from every tool."""
 
+import numpy as np
+
 from pauc_backend.errors import KaldiError
-from pauc_backend.kaldi_io import read_vector_table
+from pauc_backend.kaldi_io import iter_vector_chunks, read_vector_table
 from pauc_backend.models.blocked import first_nonfinite
+from pauc_backend.models.preprocessing import nonfinite_rows, vector_sum
 
 
 def check_finite(keys, X, rspecifier, rows=None):
@@ -33,3 +36,21 @@ def read_vectors(rspecifier, dim=None, owner="the model", empty="No vectors in %
         check_dimension(X, rspecifier, dim, owner)
     check_finite(keys, X, rspecifier)
     return keys, X
+
+
+def streamed_sum(vector_rspecifier):
+    """``(sum, count, dim)`` of a table read chunk by chunk: a running double sum, the same
+    additions in the same order as ivector-mean's ``sum.AddVec(1.0, ivector)``; sum None when
+    the table is empty. KaldiError naming the key of a NaN or infinity: a non-finite value
+    makes the (finite until then) sum non-finite, since float32 values cannot overflow a
+    double sum, so only then are the chunk's rows searched."""
+    total, count, dim = None, 0, None
+    for chunk in iter_vector_chunks(vector_rspecifier):
+        total = vector_sum(chunk.X, initial=total)
+        if not np.isfinite(total).all():
+            bad = nonfinite_rows(chunk.X)
+            raise KaldiError("Vector for key %s in %s contains NaN or infinity"
+                             % (chunk.keys[bad[0]], vector_rspecifier))
+        count += len(chunk)
+        dim = chunk.dim
+    return total, count, dim

@@ -146,6 +146,14 @@ def log_extras(log, summary):
                 % (100 * confidence["level"], confidence["resamples"], ", ".join(parts)))
 
 
+def check_band_and_priors(opts):
+    """``--pauc-alpha`` < ``--pauc-beta`` and a valid ``--p-target`` list, before any input."""
+    if not opts.pauc_alpha < opts.pauc_beta:
+        raise KaldiError("Invalid values --pauc-alpha=%s --pauc-beta=%s: need alpha < beta"
+                         % (format_float(opts.pauc_alpha), format_float(opts.pauc_beta)))
+    p_targets(opts.p_target)
+
+
 def p_targets(text):
     """The comma-separated priors of ``--p-target``; KaldiError naming the option unless each
     lies strictly between 0 and 1."""

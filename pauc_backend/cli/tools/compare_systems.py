@@ -3,7 +3,7 @@
 import json
 import sys
 
-from pauc_backend.cli.framework.kaldi_cli import Tool, format_float
+from pauc_backend.cli.framework.kaldi_cli import Tool
 from pauc_backend.cli.options import evaluation as extras
 from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import read_token_table
@@ -48,12 +48,7 @@ tool.register("name-a", "A", "Name of system A in the report")
 tool.register("name-b", "B", "Name of system B in the report")
 
 
-@tool.check
-def _check_band_and_priors(opts):
-    if not opts.pauc_alpha < opts.pauc_beta:
-        raise KaldiError("Invalid values --pauc-alpha=%s --pauc-beta=%s: need alpha < beta"
-                         % (format_float(opts.pauc_alpha), format_float(opts.pauc_beta)))
-    extras.p_targets(opts.p_target)
+tool.check(extras.check_band_and_priors)
 
 
 def _setting(opts, p_targets):

@@ -51,12 +51,7 @@ tool.register("roc-plot", "", "Write a ROC plot with the pAUC band shaded here (
 extras.register_options(tool)
 
 
-@tool.check
-def _check_band_and_priors(opts):
-    if not opts.pauc_alpha < opts.pauc_beta:
-        raise KaldiError("Invalid values --pauc-alpha=%s --pauc-beta=%s: need alpha < beta"
-                         % (format_float(opts.pauc_alpha), format_float(opts.pauc_beta)))
-    extras.p_targets(opts.p_target)
+tool.check(extras.check_band_and_priors)
 
 
 

@@ -3,11 +3,11 @@
 import numpy as np
 
 from pauc_backend.cli.framework.kaldi_cli import Tool, format_float
+from pauc_backend.cli.framework.vector_input import streamed_sum
 from pauc_backend.errors import KaldiError
-from pauc_backend.kaldi_io import (iter_vector_chunks, read_token_vector_table, read_vector_table,
-                                   write_int32_table, write_vector, write_vector_table)
-from pauc_backend.models.preprocessing import (nonfinite_rows, speaker_mean_stats, speaker_means,
-                                               vector_sum)
+from pauc_backend.kaldi_io import (read_token_vector_table, read_vector_table, write_int32_table,
+                                   write_vector, write_vector_table)
+from pauc_backend.models.preprocessing import nonfinite_rows, speaker_mean_stats, speaker_means
 
 USAGE = """
 With 3 or 4 arguments, averages vectors over all the utterances of each speaker
@@ -41,16 +41,7 @@ def read_finite(rspecifier):
 def global_form(opts, vector_rspecifier, mean_wxfilename):
     """Streamed: a running double sum over chunks (the same additions in the same order as
     ivector-mean's ``sum.AddVec(1.0, ivector)``), then ``sum * (1.0 / N)``."""
-    total, count = None, 0
-    for chunk in iter_vector_chunks(vector_rspecifier):
-        total = vector_sum(chunk.X, initial=total)
-        # a NaN or infinity in the chunk is a NaN or infinity in the (finite until now) sum:
-        # float32 values cannot overflow a double sum, so only then are the rows searched
-        if not np.isfinite(total).all():
-            bad = nonfinite_rows(chunk.X)
-            raise KaldiError("Vector for key %s in %s contains NaN or infinity"
-                             % (chunk.keys[bad[0]], vector_rspecifier))
-        count += len(chunk)
+    total, count, _ = streamed_sum(vector_rspecifier)
     if not count:
         raise KaldiError("No iVectors read from %s" % vector_rspecifier)
     write_vector(mean_wxfilename, total * (1.0 / count), binary=opts.binary)

@@ -5,12 +5,13 @@ import os
 import numpy as np
 
 from pauc_backend.cli.framework.kaldi_cli import Tool, format_float
+from pauc_backend.cli.framework.vector_input import streamed_sum
 from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import (VectorChunkWriter, classify_rxfilename, iter_vector_chunks,
                                    parse_rspecifier, read_vector, read_vector_table,
                                    write_vector_table)
 from pauc_backend.models.preprocessing import (add_shift, mean_norm, mean_shift, nonfinite_rows,
-                                               subtract_mean, vector_sum)
+                                               subtract_mean)
 
 USAGE = """
 Copies a table of vectors but subtracts the global mean as it does so.  The mean
@@ -69,15 +70,7 @@ def subtract_own_mean_twice(opts, vector_rspecifier, vector_wspecifier):
     """The 2-argument form on a re-readable input: one streamed pass for the double sum (and
     the checks), a second one writing ``x + (float)(-1/N) * sum``; same bytes as holding it."""
     log = tool.log
-    total, count, dim = None, 0, None
-    for chunk in iter_vector_chunks(vector_rspecifier):
-        total = vector_sum(chunk.X, initial=total)
-        if not np.isfinite(total).all():
-            bad = nonfinite_rows(chunk.X)
-            raise KaldiError("Vector for key %s in %s contains NaN or infinity"
-                             % (chunk.keys[bad[0]], vector_rspecifier))
-        count += len(chunk)
-        dim = chunk.dim
+    total, count, dim = streamed_sum(vector_rspecifier)
     if not count:
         raise KaldiError("No vectors read from %s (empty input); %s not written"
                          % (vector_rspecifier, vector_wspecifier))
