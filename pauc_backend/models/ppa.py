@@ -86,11 +86,11 @@ def _flat_groups(groups):
 def squared_distances(Y):
     """All squared Euclidean distances between rows of Y (n x n), via the Gram matrix.
 
-    ||y_a||^2 + ||y_b||^2 - 2 y_a.y_b, built in place (one n x n array), clipped at 0.
+    ||y_a||^2 + ||y_b||^2 - 2 y_a.y_b, built in place (one n x n array), clipped at 0. The -2
+    rides on the small factor (scaling by a power of two is exact), saving a pass over D.
     """
-    D = Y @ Y.T
-    q = np.diag(D).copy()
-    D *= -2.0
+    D = Y @ (-2.0 * Y.T)
+    q = np.diag(D) * -0.5
     D += q[:, None]
     D += q[None, :]
     np.maximum(D, 0.0, out=D)
@@ -102,11 +102,17 @@ _PAIR_CACHE = {}
 
 def nontarget_pairs(s):
     """(a, b) of the K = 2s^2 - 2s non-target pairs of a batch, a < b, in row-major order."""
+    return _nontarget_pair_indices(s)[:2]
+
+
+def _nontarget_pair_indices(s):
+    """(a, b, a * 2s + b): the pairs and their flat positions in a 2s x 2s array."""
     if s not in _PAIR_CACHE:
         a, b = np.triu_indices(2 * s, k=1)
         keep = (a // 2) != (b // 2)
+        a, b = a[keep].astype(np.int64), b[keep].astype(np.int64)
         _PAIR_CACHE.clear()
-        _PAIR_CACHE[s] = (a[keep].astype(np.int64), b[keep].astype(np.int64))
+        _PAIR_CACHE[s] = (a, b, a * (2 * s) + b)
     return _PAIR_CACHE[s]
 
 
@@ -189,8 +195,8 @@ def pauc_batch(X, Y, alpha, beta, delta, gamma):
     D = squared_distances(Y)
     ta = np.arange(0, 2 * s, 2)
     s_pos = D[ta, ta + 1]
-    na, nb = nontarget_pairs(s)
-    s_all_neg = D[na, nb]
+    na, nb, flat = _nontarget_pair_indices(s)
+    s_all_neg = np.take(D, flat)                       # D[na, nb], without 2-d fancy indexing
     k_alpha, k_beta = n0_bounds(s_all_neg.size, alpha, beta)
     n0 = select_ranks(s_all_neg, k_alpha, k_beta)
     s_neg = s_all_neg[n0]
@@ -206,28 +212,33 @@ def pauc_batch(X, Y, alpha, beta, delta, gamma):
 
 def triplet_batch(X, Y, delta, gamma):
     """BatchStats of one TripletMetric batch (eq. 17): anchors x_a, partner x_p, every other
-    speaker's vector as x_n; 2s(2s-2) triplets, hinge max(0, delta - S(a,n) + S(a,p))."""
+    speaker's vector as x_n; 2s(2s-2) triplets, hinge max(0, delta - S(a,n) + S(a,p)).
+
+    Every anchor meets every other speaker's vector, so the active triplets form a dense n x n
+    0/1 matrix P (P_an = Pi(a, n)) and the negative part of the gradient is
+    sum_an P_an (x_a - x_n)(x_a - x_n)^T = X^T (diag(P 1 + P^T 1) - P - P^T) X: O(n^2 d) in a few
+    n x n passes, the sum ``laplacian_scatter`` would form from the pairs.
+    """
     n = X.shape[0]
     s = n // 2
     D = squared_distances(Y)
     idx = np.arange(n)
     partner = idx ^ 1
-    s_ap = D[idx, partner]
-    t = delta + s_ap
-    neg = (idx[:, None] // 2) != (idx[None, :] // 2)
-    Pi = (t[:, None] > D) & neg                          # Pi(a, n), strict as eq. 10
+    s_ap = D[idx, partner].copy()
+    # Same-speaker columns (self, partner) are no negatives: +inf fails every comparison below.
+    D[idx, idx] = np.inf
+    D[idx, partner] = np.inf
     T = n * (n - 2)
-    hinge = float(np.sum(np.where(Pi, t[:, None] - D, 0.0))) / T
-    wrong = np.sum((s_ap[:, None] > D) & neg) + 0.5 * np.sum((s_ap[:, None] == D) & neg)
+    wrong = np.count_nonzero(s_ap[:, None] > D) + 0.5 * np.count_nonzero(s_ap[:, None] == D)
     pauc = 1.0 - float(wrong) / T
-    count = Pi.sum(axis=1)
+    margin = np.subtract((delta + s_ap)[:, None], D, out=D)   # > 0 where delta + S_ap > S_an
+    P = np.greater(margin, 0.0, out=np.empty_like(margin), casting="unsafe")  # Pi(a, n), strict
+    hinge = float(np.sum(np.maximum(margin, 0.0, out=margin))) / T
+    count = P.sum(axis=1)
+    G = X.T @ (P @ X)                                       # X^T P X
+    negatives = (X.T * (count + P.sum(axis=0))) @ X - G - G.T
     ta = np.arange(0, n, 2)
     w_pos = (count[ta] + count[ta + 1]) / T + gamma / s
-    na, nb = nontarget_pairs(s)
-    w_neg = -(Pi[na, nb].astype(np.float64) + Pi[nb, na]) / T
-    keep = w_neg != 0
-    a = np.concatenate([ta, na[keep]])
-    b = np.concatenate([ta + 1, nb[keep]])
-    w = np.concatenate([w_pos, w_neg[keep]])
-    grad = laplacian_scatter(X, a, b, w)
+    diff = X[ta] - X[ta + 1]
+    grad = (diff.T * w_pos) @ diff - negatives / T
     return BatchStats(grad, hinge, float(np.mean(s_ap[ta])), pauc, s, T)
