@@ -19,7 +19,6 @@ same speaker) as two 1-D arrays.
 """
 
 import numpy as np
-from scipy.optimize import isotonic_regression
 
 __all__ = ["cllr", "min_cllr", "act_dcf", "pav", "optimal_llrs"]
 
@@ -58,6 +57,8 @@ def cllr(tar, non):
 
 def pav(y, weights=None):
     """Pool-adjacent-violators: the weighted least-squares non-decreasing fit to ``y``."""
+    from scipy.optimize import isotonic_regression   # slow to import (0.35 s): only PAV needs it
+
     y = np.asarray(y, dtype=np.float64)
     if weights is None:
         return isotonic_regression(y).x

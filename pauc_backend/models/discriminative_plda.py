@@ -180,9 +180,15 @@ class DiscriminativePLDA:
             S += qe[:, None]
             S += qt[None, :]
             S += off + logit
-            S *= sign                                   # the margins
-            value = float(np.sum(weight * np.logaddexp(0.0, -S)))
-            R = _expit(-S)
+            S *= sign                                   # the margins m
+            # softplus(-m) = max(-m, 0) + log1p(e) and sigmoid(-m) = (e if m >= 0 else 1)
+            # / (1 + e), both from one e = exp(-|m|) (one exp per trial, not three)
+            e = np.exp(-np.abs(S))
+            R = np.where(S >= 0.0, e, 1.0)
+            R /= 1.0 + e
+            np.maximum(-S, 0.0, out=S)
+            S += np.log1p(e, out=e)                     # softplus(-m)
+            value = float(np.vdot(weight, S))
             R *= -weight * sign                         # dJ/ds per trial
             ge, gt = R.sum(axis=1), R.sum(axis=0)
             dP = 2.0 * (E.T @ (R @ T))
@@ -258,7 +264,3 @@ class DiscriminativePLDA:
                                               T[ti[start:stop]])
         return qe[ei] + qt[ti] + 2.0 * cross + self.offset_
 
-
-def _expit(x):
-    from scipy.special import expit
-    return expit(x)

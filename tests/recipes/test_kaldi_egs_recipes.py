@@ -142,12 +142,20 @@ def test_sre16_echoes_kaldi_eer_and_mindcf_pooled_and_per_language(sre16):
 
 
 def _equalised_min_dcf(values, labels, part, prior):
-    """Per-threshold brute force: miss / false-alarm rates of each partition, averaged."""
+    """Per-threshold brute force: miss / false-alarm rates of each partition, averaged.
+
+    Every threshold (each distinct score) is compared with every score, in blocks of
+    thresholds (a thresholds x scores comparison matrix; no sorting, no cumulative counts).
+    """
+    thresholds = np.unique(values)
     best = np.inf
-    for thr in np.unique(values):
-        miss = np.mean([np.mean(values[(part == p) & labels] <= thr) for p in np.unique(part)])
-        fa = np.mean([np.mean(values[(part == p) & ~labels] > thr) for p in np.unique(part)])
-        best = min(best, prior * miss + (1 - prior) * fa)
+    for start in range(0, thresholds.size, 2048):
+        thr = thresholds[start:start + 2048, None]
+        miss = np.mean([np.mean(values[(part == p) & labels] <= thr, axis=1)
+                        for p in np.unique(part)], axis=0)
+        fa = np.mean([np.mean(values[(part == p) & ~labels] > thr, axis=1)
+                      for p in np.unique(part)], axis=0)
+        best = min(best, np.min(prior * miss + (1 - prior) * fa))
     return best / prior
 
 
