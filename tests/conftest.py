@@ -81,6 +81,17 @@ SLOW_MODULES = (
 )
 
 
+def pytest_configure(config):
+    """Byte-compile the package once per test run (in the controller, before any worker
+    starts). The suite starts our tools thousands of times from this checkout; where
+    PYTHONDONTWRITEBYTECODE is set (as on our CI machines) each start otherwise compiled every
+    module it imports again (0.28 s -> 0.22 s per copy-vectors start). Python reads fresh
+    __pycache__ files whatever that variable says; the files are ignored by git."""
+    if not hasattr(config, "workerinput"):
+        import compileall
+        compileall.compile_dir(str(REPO / "pauc_backend"), quiet=2)
+
+
 def pytest_collection_modifyitems(session, config, items):
     rank = {name: i for i, name in enumerate(SLOW_MODULES)}
 
