@@ -69,13 +69,18 @@ def prior_weighted_cross_entropy(weights, offset, scores, labels, prior=0.5, reg
 _BLOCK = 1 << 18     # trials per block of the Newton sums (2 MB per float64 column)
 
 
-def _block_terms(theta, scores, mean, std, labels, weight, shift, derivatives):
-    """One block's share of the prior-weighted cross-entropy of ``LinearFusion.fit`` in the
-    standardised coordinates z = [(s - mean) / std, 1]: (C, gradient, Hessian), or (C,)."""
+def _standardised(scores, mean, std):
+    """z = [(s - mean) / std, 1] of a block of trials, (n, K + 1)."""
     z = np.empty((scores.shape[0], scores.shape[1] + 1))
     np.divide(scores - mean, std, out=z[:, :-1])
     z[:, -1] = 1.0
-    a = np.where(labels, weight[0], weight[1])
+    return z
+
+
+def _block_terms(theta, z, a, labels, shift, derivatives):
+    """One block's share of the prior-weighted cross-entropy of ``LinearFusion.fit`` in the
+    standardised coordinates z (``_standardised``), a the per-trial class weights: (C,
+    gradient, Hessian), or (C,)."""
     # softplus(-m) = max(-m, 0) + log1p(e) and sigmoid(-m) from one e = exp(-|m|), m the
     # margin times the label sign (a negation where= non-target).
     margin = z @ theta
@@ -174,13 +179,20 @@ class LinearFusion:
         shift = _logit(self.prior)
         penalty = np.append(self.regularization / std ** 2, 0.0)
 
+        def block(start):
+            part_labels = labels[start:start + _BLOCK]
+            return (_standardised(scores[start:start + _BLOCK], mean, std),
+                    np.where(part_labels, weight[0], weight[1]), part_labels)
+
+        # One block (up to _BLOCK trials) is standardised once for all Newton steps; more are
+        # standardised at each step, so the temporaries stay a block's, not n-sized.
+        single = block(0) if scores.shape[0] <= _BLOCK else None
+
         def evaluate(theta, derivatives=True):
-            # Over blocks of trials, so the temporaries are a block's, not n-sized.
             value, gradient = 0.0, np.zeros(num_cols + 1)
             hessian = np.zeros((num_cols + 1, num_cols + 1))
             for start in range(0, scores.shape[0], _BLOCK):
-                part = _block_terms(theta, scores[start:start + _BLOCK], mean, std,
-                                    labels[start:start + _BLOCK], weight, shift, derivatives)
+                part = _block_terms(theta, *(single or block(start)), shift, derivatives)
                 value += part[0]
                 if derivatives:
                     gradient += part[1]

@@ -49,6 +49,22 @@ def test_optimum_matches_an_independent_scipy_minimisation(num_cols, prior, regu
     assert 0 < model.n_iter_ < 30
 
 
+@pytest.mark.parametrize("num_cols", [1, 3])
+def test_blockwise_newton_sums_give_the_one_block_fit(num_cols, monkeypatch):
+    """Above calibration._BLOCK trials the Newton sums run over blocks standardised at each
+    step; below it over one block standardised once: the same model either way."""
+    from pauc_backend.models import calibration
+
+    rng = np.random.default_rng(7 + num_cols)
+    scores, labels = overlapping_scores(rng, num_cols)
+    whole = LinearFusion(prior=0.01, regularization=0.01).fit(scores, labels)
+    monkeypatch.setattr(calibration, "_BLOCK", 257)          # 14 blocks, the last one short
+    blocks = LinearFusion(prior=0.01, regularization=0.01).fit(scores, labels)
+    assert blocks.weights_ == pytest.approx(whole.weights_, rel=1e-10)
+    assert blocks.offset_ == pytest.approx(whole.offset_, rel=1e-10, abs=1e-12)
+    assert blocks.objective_ == pytest.approx(whole.objective_, rel=1e-12)
+
+
 def test_objective_and_gradient_agree_with_the_formula_and_finite_differences():
     rng = np.random.default_rng(5)
     scores, labels = overlapping_scores(rng, 2, n_tar=50, n_non=300)
