@@ -10,6 +10,7 @@ to Kaldi's (whose own QR picks it arbitrarily); projections then differ only in 
 import numpy as np
 
 from pauc_backend.models import blocked
+from pauc_backend.models.kaldi_math import apply_pow
 from pauc_backend.models.preprocessing import apply_affine, vector_sum
 
 
@@ -103,7 +104,7 @@ class LDA:
                              "--covariance-floor=0 does not floor them; use a positive floor"
                              % ("interpolated" if factor else "within-class",
                                 int(np.count_nonzero(s <= 0)), s.size))
-        proj = (s ** -0.5)[:, None] * U.T
+        proj = apply_pow(s, -0.5)[:, None] * U.T  # Kaldi: s.ApplyPow(-0.5)
 
         between_proj = proj @ (total_covar - within_covar) @ proj.T
         self.eigenvalues_, V = _sorted_eigh(between_proj)

@@ -11,6 +11,7 @@ enrollment and test vectors, never a loop over trials.
 import numpy as np
 
 from pauc_backend.models import blocked
+from pauc_backend.models.kaldi_math import apply_pow
 
 _LOG_2PI = np.log(2.0 * np.pi)
 
@@ -238,7 +239,7 @@ class PLDA:
             raise ValueError("Smoothing factor must be in [0, 1], got %g" % smoothing_factor)
         within = 1.0 + smoothing_factor * self.psi_
         self.psi_ = self.psi_ / within
-        self.transform_ = self.transform_ * (within ** -0.5)[:, None]
+        self.transform_ = self.transform_ * apply_pow(within, -0.5)[:, None]
         self._compute_derived()
         return self
 
