@@ -232,6 +232,8 @@ def main():
         sys.exit("needs %s (GNU time)" % TIME)
     kaldi = os.path.join(args.kaldi_root, "bin")
     kaldi = kaldi if os.path.exists(os.path.join(kaldi, "ivector-compute-plda")) else None
+    if args.workdir:
+        os.makedirs(args.workdir, exist_ok=True)
     work = tempfile.mkdtemp(prefix="bench_paper_scale.", dir=args.workdir)
     data = os.path.abspath(args.data) if args.data else os.path.join(work, "data")
     print("start %s UTC; uptime load %s; %d cores" % (
