@@ -116,3 +116,26 @@ def test_training_trials_brute_force():
     sets, test_rows, valid, lab = sample_training_trials(many, 3, 20, 40, random_state=1)
     assert sets.shape[0] == 20 and test_rows.size == 40
     assert np.bincount(many[test_rows]).max() == 4 and np.bincount(many[sets[:, 0]]).max() == 2
+
+
+def test_training_grid_is_bounded_by_max_test_whatever_the_number_of_speakers():
+    """Each speaker gives at least two test vectors (a target needs two), so with more
+    speakers than max_test / 2 that floor multiplied the grid: a fold of the paper's corpus
+    (5,900 speakers) gave 11,800 test vectors, a 139 M-trial grid. At most max_test speakers
+    now take part, so the grid has at most 2 x max_test test vectors (and each enrollment set
+    still belongs to one of them)."""
+    y = np.repeat(np.arange(3000), 4)
+    for n, max_enroll, max_test in ((0, 0, 100), (2, 50, 100), (3, 250, 40)):
+        sets, test_rows, valid, lab = sample_training_trials(y, n, max_enroll, max_test,
+                                                             random_state=5)
+        speakers = set(y[test_rows].tolist())
+        assert len(speakers) <= max_test and test_rows.size <= 2 * max_test
+        assert set(y[sets[:, 0]].tolist()) <= speakers
+        assert sets.shape[0] <= (test_rows.size if n == 0 else max(max_enroll, max_test))
+        assert lab.any() and (valid & ~lab).any()
+        np.testing.assert_array_equal(lab, valid & (y[sets[:, 0]][:, None]
+                                                    == y[test_rows][None, :]))
+    # below the cap nothing changes: every usable speaker takes part
+    few = np.repeat(np.arange(50), 5)
+    _, test_rows, _, _ = sample_training_trials(few, 0, 0, 100, random_state=5)
+    assert set(few[test_rows].tolist()) == set(range(50))
