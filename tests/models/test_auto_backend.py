@@ -179,3 +179,23 @@ def test_metric_only_candidates_with_several_dims(corpus):
     model = AutoBackend(**small(lda_dims=(6, 8), candidates=("pauc_latent",))).fit(X, y)
     assert model.members_ == ("pauc_latent",)
     assert [r["lda_dim"] for r in model.cv_results_] == [model.lda_dim_]
+
+
+@pytest.mark.parametrize("base", ["cosine", "cosine_raw", "pauc_lnorm", "pauc_latent"])
+def test_cohort_grid_scores_are_the_pair_scores_bit_for_bit(base):
+    """AS-norm scores every cohort row against every row of a block as one grid: the same
+    values, to the bit, as the pair path it replaced (which built, hashed and searched the
+    cohort x block pair indices), and the definition (dot product; metric: -|a - b|^2)."""
+    rng = np.random.default_rng(0)
+    pipe = BackendPipeline.__new__(BackendPipeline)
+    E, T = rng.standard_normal((300, 40)), rng.standard_normal((1000, 40))
+    for start, stop in ((0, 512), (512, 1000)):
+        e = np.repeat(np.arange(300), stop - start)
+        t = np.tile(np.arange(start, stop), 300)
+        pairs = pipe._pair_scores(base, E, T, e, t, None).reshape(300, stop - start)
+        grid = pipe._grid_scores(base, E, T, start, stop)
+        np.testing.assert_array_equal(grid, pairs)
+        diff = E[:, None, :] - T[None, start:stop, :]
+        expected = (E @ T[start:stop].T if base.startswith("cosine")
+                    else -np.einsum("ijk,ijk->ij", diff, diff))
+        np.testing.assert_allclose(grid, expected, rtol=1e-10, atol=1e-10)
