@@ -42,6 +42,8 @@ SYSTEMS = ("cosine", "plda", "pauc_lnorm", "pauc_latent", "cosine_raw", "dplda")
 # depend on neither the training mean nor the LDA.
 PLDA_SYSTEMS = ("plda", "pauc_latent", "dplda")
 DIM_FREE_SYSTEMS = ("cosine_raw",)
+_DOT_SYSTEMS = ("cosine", "cosine_raw")       # score = dot product of the features
+_QUADRATIC_SYSTEMS = ("plda", "dplda")        # score = their own quadratic form
 DPLDA_LAMBDAS = (300.0, 100.0, 30.0, 10.0)
 NORMS = ("as",)
 
@@ -266,7 +268,7 @@ class BackendPipeline:
                 crow = np.arange(C.shape[0])
 
                 def block(start, stop, base=base, C=C):
-                    if base not in ("plda", "dplda"):   # every cohort row x every row
+                    if base not in _QUADRATIC_SYSTEMS:  # every cohort row x every row
                         return self._grid_scores(base, C, out[base], start, stop).T
                     e = np.repeat(crow, stop - start)
                     t = np.tile(rows[start:stop], C.shape[0])
@@ -282,13 +284,12 @@ class BackendPipeline:
             return self.plda_.score_pairs(E, T, enroll_rows, test_rows, num_utts)
         if base == "dplda":
             return self.dplda_model().score_pairs(E, T, enroll_rows, test_rows)
-        if base in ("cosine", "cosine_raw"):
+        if base in _DOT_SYSTEMS:
             return _row_dots(E, T, enroll_rows, test_rows)
-        # -S = -(|a|^2 + |b|^2 - 2 a.b) in the metric's projected space
         qe = np.einsum("ij,ij->i", E, E)
         qt = np.einsum("ij,ij->i", T, T)
         dots = _row_dots(E, T, enroll_rows, test_rows)
-        return -np.maximum(qe[enroll_rows] + qt[test_rows] - 2.0 * dots, 0.0)
+        return _metric_scores(qe[enroll_rows], qt[test_rows], dots)
 
     def _grid_scores(self, base, E, T, start, stop):
         """``_pair_scores`` of every row of E against rows start:stop of T, as an
@@ -298,11 +299,11 @@ class BackendPipeline:
         paper-sized fold: ~5,900 cohort rows x 512 rows a block, 80 blocks a side)."""
         block = T[start:stop]
         gram = E @ block.T
-        if base in ("cosine", "cosine_raw"):
+        if base in _DOT_SYSTEMS:
             return gram
         qe = np.einsum("ij,ij->i", E, E)
         qt = np.einsum("ij,ij->i", block, block)
-        return -np.maximum(qe[:, None] + qt[None, :] - 2.0 * gram, 0.0)
+        return _metric_scores(qe[:, None], qt[None, :], gram)
 
     def score(self, enroll_feats, test_feats, enroll_rows, test_rows, num_utts=1):
         """(n_trials, len(systems)) scores, columns in ``self.systems`` order, of the trials
@@ -350,6 +351,12 @@ def _fit_metric(index):
             pipe.progress(step=None, fraction=None)
     metric.callback = None
     return metric
+
+
+def _metric_scores(sq_enroll, sq_test, dots):
+    """-S = -(|a|^2 + |b|^2 - 2 a.b), S floored at 0: the metrics' score in their projected
+    space from squared norms and dot products (per trial, or broadcast to a grid)."""
+    return -np.maximum(sq_enroll + sq_test - 2.0 * dots, 0.0)
 
 
 def _row_dots(E, T, enroll_rows, test_rows, block=1 << 16):
