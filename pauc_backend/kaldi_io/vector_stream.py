@@ -30,6 +30,7 @@ from pauc_backend.kaldi_io.archive import (FV_HEADER, fv_dim, gather_rows, read_
                                            scan_fv_block)
 from pauc_backend.kaldi_io.codec import ByteCursor
 from pauc_backend.kaldi_io.holders import HOLDERS
+from pauc_backend.kaldi_io.lines import MAX_LIST_LINE_BYTES, iter_line_chunks
 from pauc_backend.kaldi_io.scripts import (FileCache, parse_offset_script, parse_script,
                                           read_script_entry)
 from pauc_backend.kaldi_io.specifiers import parse_rspecifier
@@ -106,6 +107,7 @@ class _Input:
         self.consumed = 0
         self.eof = False
         self._pollable = True
+        self.failure = None      # (record offset, message) of a parse failure, bytes read then
 
     def _ready(self):
         """True if the descriptor has data now (so a pipe's chunk is not held back waiting)."""
@@ -230,7 +232,7 @@ def _generic_chunks(source, pos, name, permissive, state):
         try:
             record = read_record(cur, _VECTOR)
         except KaldiError as err:
-            if not source.eof:
+            if not source.eof and not _stuck(source, cur.base + start, err):
                 cur.pos = start
                 break           # maybe only cut by the buffer's end: read more first
             if not permissive:
@@ -253,6 +255,18 @@ def _generic_chunks(source, pos, name, permissive, state):
     if rows:
         yield VectorChunk(np.array(rows, np.float32).reshape(len(rows), -1), keys=keys)
     state[0], state[1] = pos + cur.pos, stop
+
+
+def _stuck(source, offset, err):
+    """Whether the record at byte ``offset`` failed with ``err`` already, before the last
+    ``MAX_LIST_LINE_BYTES`` of input arrived: no bounded key or line can still complete it (an
+    endless line, binary data where text was expected), so ``err`` is final."""
+    read = source.consumed + source.have
+    failure = (offset, str(err))
+    if source.failure is None or source.failure[0] != failure:
+        source.failure = (failure, read)
+        return False
+    return read - source.failure[1] > MAX_LIST_LINE_BYTES
 
 
 def iter_archive_chunks(stream, name, permissive=False, chunk_bytes=CHUNK_BYTES, start=0):
@@ -307,7 +321,7 @@ def iter_archive_chunks(stream, name, permissive=False, chunk_bytes=CHUNK_BYTES,
 
 def _script_pieces(rx):
     """(keys, targets) of a script, a chunk of lines at a time."""
-    for piece, line in streams.iter_line_chunks(rx, _SCRIPT_CHUNK):
+    for piece, line in iter_line_chunks(rx, _SCRIPT_CHUNK, what="script file"):
         parsed = parse_offset_script(piece, 0)
         if parsed is not None:
             keys, path, offsets = parsed
@@ -392,6 +406,8 @@ def iter_script_chunks(rx, permissive=False):
                 if X is not None:
                     yield VectorChunk(X, keys=keys)
                     continue
+            if offsets is not None:      # not FV records at those offsets: one by one
+                targets = ["%s:%d" % pair for pair in zip(targets, offsets.tolist())]
             chunk_keys, rows = [], []
             for key, target in zip(keys, targets):
                 value = read_script_entry(cache, target, _VECTOR, key, rx, permissive)
