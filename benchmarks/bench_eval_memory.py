@@ -13,6 +13,9 @@ Layouts (--layouts):
   grid          ``enrollE testT`` keys, 10,000 tests per enrollment, 1% random targets
   enroll-major  issue 26's list: ``e0000 t00000`` keys, 2,000 enrollments x n/2,000 test keys
                 (15,000 at 3x10^7), enroll-major, test t the target of enrollment t mod 2,000
+  random-keys   n/20 enrollment and n/20 test keys (``spk000123-enroll utt000456-x6uYqmx31kE``),
+                n distinct random pairs in random order, 1% random targets: ten trials a key,
+                the layout where the keys themselves weigh most
 
     python benchmarks/bench_eval_memory.py [--trials 10000000,30000000] [--dir /root/bench_eval]
         [--layouts grid,enroll-major]
@@ -45,8 +48,20 @@ def _layout(name, trials, rng):
         owner = np.arange(num_tests) % ENROLL_MAJOR_ENROLLMENTS
         for enroll in range(ENROLL_MAJOR_ENROLLMENTS):
             yield "e%04d " % enroll, tests, owner == enroll
+    elif name == "random-keys":
+        side = trials // 20
+        codes = np.unique(rng.integers(0, side * side, size=int(trials * 1.01)))[:trials]
+        rng.shuffle(codes)
+        for start in range(0, trials, TESTS_PER_ENROLL):
+            block = codes[start:start + TESTS_PER_ENROLL]
+            enroll = np.char.add(np.char.add("spk", np.char.zfill((block // side).astype(str), 6)),
+                                 "-enroll ")
+            tests = np.char.add(np.char.add("utt", np.char.zfill((block % side).astype(str), 6)),
+                                "-x6uYqmx31kE")
+            for_each = rng.random(block.size) < 0.01
+            yield enroll.tolist(), tests.tolist(), for_each
     else:
-        raise SystemExit("unknown layout %s (grid, enroll-major)" % name)
+        raise SystemExit("unknown layout %s (grid, enroll-major, random-keys)" % name)
 
 
 def make_files(directory, trials, layout="grid"):
@@ -63,11 +78,12 @@ def make_files(directory, trials, layout="grid"):
         values = scores.astype(np.float32).astype(np.float64).tolist()
         second = (scores + rng.normal(0, 1, scores.size)).astype(np.float32).astype(np.float64)
         labels = np.where(is_target, "target", "nontarget").tolist()
-        outs[0].write("".join(name + t + " " + l + "\n" for t, l in zip(tests, labels)))
-        outs[1].write("".join("%s%s %.7g\n" % (name, t, v) for t, v in zip(tests, values)))
+        names = name if isinstance(name, list) else [name] * len(tests)
+        outs[0].write("".join(n + t + " " + l + "\n" for n, t, l in zip(names, tests, labels)))
+        outs[1].write("".join("%s%s %.7g\n" % triple for triple in zip(names, tests, values)))
         outs[2].write("".join("%.7g %s\n" % pair for pair in zip(values, labels)))
-        outs[3].write("".join("%s%s %.7g\n" % (name, t, v)
-                              for t, v in zip(tests, second.tolist())))
+        outs[3].write("".join("%s%s %.7g\n" % triple
+                              for triple in zip(names, tests, second.tolist())))
     for out, path in zip(outs, paths):
         out.close()
         os.rename(path + ".tmp", path)
