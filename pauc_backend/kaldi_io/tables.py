@@ -230,15 +230,12 @@ class TableWriter:
             keys, targets = read_script(self.spec.scp)
             self._targets = dict(zip(keys, targets))
             return
-        self._ark = streams.OutputHandle(self.spec.ark)
         if self.spec.kind == "ark,scp":
-            try:
-                self._scp = streams.OutputHandle(self.spec.scp)
-            except BaseException:
-                self._ark.abort()
-                raise
+            self._ark, self._scp = streams.open_outputs([self.spec.ark, self.spec.scp])
             self._scp.script_of = self._ark
             self._ark_name = self.spec.ark.encode()
+        else:
+            self._ark = streams.OutputHandle(self.spec.ark)
 
     def write(self, key, value):
         check_token(key)
