@@ -128,6 +128,8 @@ def _lock_one(target, deadline, doing):
         except OSError as err:
             if err.errno == errno.ELOOP:
                 raise _refused(path, "it is a symbolic link") from None
+            if err.errno == errno.EISDIR:
+                raise _refused(path, "it is not a regular file") from None
             raise                 # the folder is missing or not writable: the caller says so
         try:
             info = os.fstat(fd)

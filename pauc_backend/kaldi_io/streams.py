@@ -6,6 +6,7 @@ never leaves a half-written output behind.
 """
 
 import contextlib
+import errno
 import io
 import mmap
 import os
@@ -395,7 +396,11 @@ class OutputHandle:
             try:
                 self._lock = output_locks.acquire([self.path])
             except OSError as err:
-                raise _open_failed(wx, err, "writing") from None
+                if err.errno in (errno.ENOENT, errno.ENOTDIR, errno.EACCES, errno.EROFS):
+                    raise _open_failed(wx, err, "writing") from None   # the folder's fault
+                raise KaldiError("Failed to open '%s' for writing: cannot open its lock file "
+                                 "'%s': %s" % (wx, err.filename, err.strerror or err)) \
+                    from None
             try:
                 self._open_temp(wx)
             except BaseException:

@@ -157,20 +157,22 @@ def test_racing_writers_never_leave_a_mixed_pair(pair):
         assert code == 0 and text in (pair["old"], pair["new"]), race
 
 
-def test_a_symlink_or_fifo_planted_as_a_lock_file_is_refused(pair, tmp_path):
+def test_a_symlink_fifo_or_directory_planted_as_a_lock_file_is_refused(pair, tmp_path):
     victim = tmp_path / "victim.txt"
     victim.write_text("keep me\n")
     lock = output_locks.lock_path(str(pair["ark"]))
     before = files(pair["ark"].parent)
-    for plant, why in ((lambda: os.symlink(victim, lock), "it is a symbolic link"),
-                       (lambda: os.mkfifo(lock), "it is not a regular file")):
+    for plant, why, unplant in (
+            (lambda: os.symlink(victim, lock), "it is a symbolic link", os.unlink),
+            (lambda: os.mkfifo(lock), "it is not a regular file", os.unlink),
+            (lambda: os.mkdir(lock), "it is not a regular file", os.rmdir)):
         plant()
         code, _, stderr = tool("copy-vectors", "ark,t:%s" % pair["new_txt"], pair["wspec"])
         assert code == 255
         lines = errors(stderr)
         assert len(lines) == 1 and "Refused the lock file '%s': %s" % (lock, why) in lines[0]
         assert victim.read_text() == "keep me\n"
-        os.unlink(lock)
+        unplant(lock)
         assert files(pair["ark"].parent) == before
 
 
