@@ -5,8 +5,9 @@ gather and upcast bounded blocks. Checked here against independent brute-force r
 
 * per-class sums: exactly equal to a plain sequential loop in float64 (both add the rows of a
   class one after the other, starting from zero);
-* scatter matrices: equal to one float64 product over the whole table within 1e-12 relative
-  (only the order in which BLAS adds block products differs: ~1e-16 observed);
+* scatter matrices (``ClassStats`` in blocks of float32 rows centred as LDA.fit centres them):
+  equal to one float64 product over the whole table within 1e-12 relative (only the order in
+  which BLAS adds block products differs: ~1e-16 observed);
 * LDA, PLDA and pAUCMetric with ``rows`` (a selection/reordering, no copy) equal the same fit
   on the copy X[rows]: bit for bit where the arithmetic is the same (LDA, pAUCMetric with a
   fixed scale), and within 1e-12 where the auto scale's sum of squares is now summed by blocks;
@@ -19,6 +20,7 @@ import pytest
 from test_plda import assert_plda_close, kaldi_em_reference, synthetic
 
 from pauc_backend.models import blocked, lda as lda_module
+from pauc_backend.models.class_stats import ClassStats
 from pauc_backend.models.lda import LDA
 from pauc_backend.models.metric_learning import PaucMetric, TripletMetric
 from pauc_backend.models.plda import PLDA
@@ -70,11 +72,13 @@ def test_first_nonfinite_finds_the_first_bad_row_of_the_selection(small_blocks):
 def test_lda_scatter_in_blocks_equals_the_whole_table_product(small_blocks):
     X, y, _ = table(4, num_speakers=50, dim=7)
     mean = X.astype(np.float64).mean(axis=0).astype(np.float32)
-    tot, btw = lda_module._scatter_matrices(X, mean, y, y.max() + 1)
+    stats = ClassStats().add_table(X, y, centre=mean)  # LDA.fit's statistics
     centred = (X - mean).astype(np.float64)
+    centred -= centred.mean(axis=0)  # about the mean of the (float) centred vectors
     ref_tot = centred.T @ centred
     means = np.array([centred[y == s].sum(axis=0) for s in range(y.max() + 1)])
     ref_btw = (means / np.bincount(y)[:, None]).T @ means
+    tot, btw = stats.total_scatter(), stats.between_scatter()
     np.testing.assert_allclose(tot, ref_tot, rtol=1e-12, atol=1e-12 * np.abs(ref_tot).max())
     np.testing.assert_allclose(btw, ref_btw, rtol=1e-12, atol=1e-12 * np.abs(ref_btw).max())
 
