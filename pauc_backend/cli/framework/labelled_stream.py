@@ -21,13 +21,42 @@ from pauc_backend.models.blocked import block_rows, first_nonfinite
 from pauc_backend.models.class_stats import ClassStats, NonFiniteRowError
 
 
-def _add(stats, X, labels, keys, rspecifier):
-    """stats.add, a NaN or infinity named by its key (as check_finite names it)."""
-    try:
-        stats.add(X, labels)
-    except NonFiniteRowError as err:
-        raise KaldiError("Vector %s in %s contains NaN or Inf"
-                         % (keys[err.row], rspecifier)) from None
+class _Blocks:
+    """Rows gathered into blocks of ``block_rows`` rows before ``ClassStats.add``, so the
+    statistics (and the model's bytes) do not depend on where the reader's chunks end (a
+    pipe, an archive or a script give the same blocks); a NaN or infinity is named by its
+    key (as check_finite names it)."""
+
+    def __init__(self, stats, rspecifier):
+        self.stats, self.rspecifier = stats, rspecifier
+        self.X = self.labels = None
+        self.keys, self.have = [], 0
+
+    def add(self, X, labels, keys):
+        if self.X is None:
+            size = block_rows(X.shape[1])
+            self.X = np.empty((size, X.shape[1]), dtype=np.float32)
+            self.labels = np.empty(size, dtype=np.intp)
+        at = 0
+        while at < X.shape[0]:
+            take = min(X.shape[0] - at, self.X.shape[0] - self.have)
+            self.X[self.have:self.have + take] = X[at:at + take]
+            self.labels[self.have:self.have + take] = labels[at:at + take]
+            self.keys.extend(keys[at:at + take])
+            self.have += take
+            at += take
+            if self.have == self.X.shape[0]:
+                self.flush()
+
+    def flush(self):
+        if not self.have:
+            return
+        try:
+            self.stats.add(self.X[:self.have], self.labels[:self.have])
+        except NonFiniteRowError as err:
+            raise KaldiError("Vector %s in %s contains NaN or Inf"
+                             % (self.keys[err.row], self.rspecifier)) from None
+        self.keys, self.have = [], 0
 
 
 def _lookup(index, keys):
@@ -197,6 +226,7 @@ def stream_spk2utt(log, spk2utt, vector_rspecifier, spk2utt_name=None):
     single = bool(sizes.size) and bool((sizes == 1).all())
     speaker_keys = num_vectors = 0
     stats = ClassStats()
+    blocks = _Blocks(stats, vector_rspecifier)
     for chunk in iter_vector_chunks(vector_rspecifier):
         keys = chunk.keys
         num_vectors += len(keys)
@@ -215,15 +245,16 @@ def stream_spk2utt(log, spk2utt, vector_rspecifier, spk2utt_name=None):
                        or seen.add(s))
             raise KaldiError("Duplicate key '%s' in %s" % (key, vector_rspecifier))
         X = chunk.X if keep.all() else chunk.X[keep]
-        _add(stats, X, label[slots], keys, vector_rspecifier)
+        blocks.add(X, label[slots], keys)
         found[slots] = True
         if extra:  # utterances listed more than once count once per listing, as in Kaldi
             again = [i for i, key in enumerate(keys) if key in extra]
             for i in again:
                 more = np.asarray(extra[keys[i]], dtype=np.intp)
-                _add(stats, np.repeat(X[i:i + 1], more.size, axis=0), label[more],
-                     [keys[i]] * more.size, vector_rspecifier)
+                blocks.add(np.repeat(X[i:i + 1], more.size, axis=0), label[more],
+                           [keys[i]] * more.size)
                 found[more] = True
+    blocks.flush()
     check_lookup_counts(spk2utt, label.size, int(np.count_nonzero(found)), num_vectors,
                         lambda: speaker_keys, spk2utt_name, vector_rspecifier)
     return stats, _report_missing(log, spk2utt, found, sizes)
