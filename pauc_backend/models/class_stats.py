@@ -102,18 +102,25 @@ class ClassStats:
         for begin in range(0, X.shape[0], size):
             block = X[begin:begin + size].astype(np.float64)
             block -= reference
-            block_sum = block.sum(axis=0)
-            if not np.isfinite(block_sum).all():
-                bad = ~np.isfinite(block).all(axis=1)
-                raise NonFiniteRowError(begin + int(np.flatnonzero(bad)[0]))
-            total += block_sum
-            scatter += block.T @ block  # numpy's syrk: one triangle, exactly symmetric
-            index = inverse[begin:begin + size]
+            index, order = inverse[begin:begin + size], None
             if index.size > 1 and not (index[1:] >= index[:-1]).all():
                 order = np.argsort(index, kind="stable")
                 index, block = index[order], block[order]
-            starts = np.flatnonzero(np.concatenate([[True], index[1:] != index[:-1]]))
-            class_sums[index[starts]] += np.add.reduceat(block, starts, axis=0)
+            # each class's rows summed in order (np.add.reduce along axis 0: row after row);
+            # a loop over the block's classes, as np.add.reduceat(axis=0) is ~10x slower
+            cuts = np.flatnonzero(index[1:] != index[:-1]) + 1
+            bounds = [0] + cuts.tolist() + [index.size]
+            parts = np.empty((len(bounds) - 1, dim))
+            for i, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
+                np.add.reduce(block[a:b], axis=0, out=parts[i])
+            block_sum = parts.sum(axis=0)
+            if not np.isfinite(block_sum).all():
+                bad = ~np.isfinite(block).all(axis=1)
+                row = int(np.flatnonzero(bad)[0])
+                raise NonFiniteRowError(begin + (row if order is None else int(order[row])))
+            class_sums[index[bounds[:-1]]] += parts
+            total += block_sum
+            scatter += block.T @ block  # numpy's syrk: one triangle, exactly symmetric
         return reference, X.shape[0], total, scatter, classes, class_sums, class_counts
 
     def _commit(self, dim, reference, count, total, scatter, classes, class_sums,
