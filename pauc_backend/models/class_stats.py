@@ -100,8 +100,7 @@ class ClassStats:
         total = np.zeros(dim)
         scatter = np.zeros((dim, dim))
         for begin in range(0, X.shape[0], size):
-            block = X[begin:begin + size].astype(np.float64)
-            block -= reference
+            block = np.subtract(X[begin:begin + size], reference, dtype=np.float64)
             index, order = inverse[begin:begin + size], None
             if index.size > 1 and not (index[1:] >= index[:-1]).all():
                 order = np.argsort(index, kind="stable")
