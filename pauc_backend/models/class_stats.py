@@ -38,17 +38,20 @@ class ClassStats:
     PldaStats, streamed).
 
     ``add(X, labels)``: X (n, D) float32 or float64, labels (n,) integers >= 0 (class
-    indices; the arrays grow to the largest label seen). Attributes after the first ``add``:
+    indices; the arrays grow to the largest label seen). ``reference``: the point the sums
+    are taken about (default: the mean of the first block added; zero suits vectors that are
+    already centred, as Kaldi's CovarianceStats takes them). Attributes after the first ``add``:
     ``dim_``, ``count_`` (N), ``reference_`` (r, float64), ``sum_`` (``sum (x - r)``),
     ``scatter_`` (``sum (x - r)(x - r)^T``), ``class_sums_`` ((K, D), ``sum (x - r)`` per
     class) and ``class_counts_`` (K,). A class whose count is 0 (a label never seen) takes no
     part in any estimate.
     """
 
-    def __init__(self):
+    def __init__(self, reference=None):
         self.dim_ = None
         self.count_ = 0
-        self.reference_ = self.sum_ = self.scatter_ = None
+        self.sum_ = self.scatter_ = None
+        self.reference_ = None if reference is None else np.array(reference, dtype=np.float64)
         self.class_sums_ = np.zeros((0, 0))
         self.class_counts_ = np.zeros(0, dtype=np.int64)
 
@@ -124,6 +127,10 @@ class ClassStats:
 
     def _commit(self, dim, reference, count, total, scatter, classes, class_sums,
                 class_counts):
+        if self.dim_ is None and self.reference_ is not None \
+                and self.reference_.shape != (dim,):
+            raise ValueError("ClassStats.add: vectors of dimension %d, reference of %d"
+                             % (dim, self.reference_.size))
         if self.dim_ is None:
             self.dim_, self.reference_ = dim, reference
             self.sum_, self.scatter_ = np.zeros(dim), np.zeros((dim, dim))

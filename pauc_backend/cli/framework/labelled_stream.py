@@ -11,6 +11,7 @@ file) on the first.
 
 import os
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -87,23 +88,26 @@ class Spool:
                              % (self.what, tempfile.gettempdir(), err.strerror)) from None
         self.num_rows += X.shape[0]
 
+    def read(self, begin, out):
+        """Rows ``begin:begin + len(out)`` into ``out`` (float32, (n, dim)); a positional
+        read, so threads may read different blocks at once."""
+        self.file.flush()
+        view = memoryview(out).cast("B")
+        offset = begin * 4 * self.dim
+        have = 0
+        while have < view.nbytes:
+            got = os.preadv(self.file.fileno(), [view[have:]], offset + have)
+            if got <= 0:
+                raise KaldiError("The temporary file of %s was cut short" % self.what)
+            have += got
+        return out
+
     def blocks(self, rows):
         """``(begin, block)``: float32 (n, dim) blocks of ``rows`` rows, in writing order (the
         block is a reused buffer: valid until the next one)."""
-        self.file.flush()
-        fd = self.file.fileno()
         buffer = np.empty((rows, self.dim or 0), dtype=np.float32)
-        row_bytes = 4 * (self.dim or 0)
         for begin in range(0, self.num_rows, rows):
-            count = min(rows, self.num_rows - begin)
-            view = memoryview(buffer[:count]).cast("B")
-            have = 0
-            while have < view.nbytes:
-                got = os.preadv(fd, [view[have:]], begin * row_bytes + have)
-                if got <= 0:
-                    raise KaldiError("The temporary file of %s was cut short" % self.what)
-                have += got
-            yield begin, buffer[:count]
+            yield begin, self.read(begin, buffer[:min(rows, self.num_rows - begin)])
 
     def __enter__(self):
         return self
@@ -168,24 +172,46 @@ def read_utt2spk_pass(log, vector_rspecifier, utt2spk, spool):
     return labels, num_done, num_err
 
 
-def centred_stats(spool, labels):
+def centred_stats(spool, labels, workers=2):
     """Kaldi's ComputeAndSubtractMean then CovarianceStats over the spooled vectors:
     ``(stats, mean)``, the float32 mean ``sum_i (1/N) x_i`` summed in double row after row
     (in table order: Kaldi's std::map order when the table is sorted, as Kaldi's tables are),
-    the statistics of the vectors centred on it in float. Two passes over the spool."""
+    the statistics of the vectors centred on it in float (about zero, as Kaldi's).
+
+    Two passes over the spool. The second is split between ``workers`` threads (numpy and
+    the reads release the GIL: the D x D products run on both cores), block k going to
+    thread k mod workers; their statistics are merged in thread order, so the result does not
+    depend on timing."""
     rows = block_rows(spool.dim)
     total = np.zeros(spool.dim)
     scale = 1.0 / spool.num_rows
+    buffer = np.empty((rows + 1, spool.dim))
     for _, block in spool.blocks(rows):
-        buffer = np.empty((block.shape[0] + 1, block.shape[1]))
-        buffer[0] = total  # the running total rides along: the sum stays strictly sequential
-        np.multiply(block, scale, out=buffer[1:], dtype=np.float64)
-        total = np.add.reduce(buffer, axis=0)
+        part = buffer[:block.shape[0] + 1]
+        part[0] = total  # the running total rides along: the sum stays strictly sequential
+        np.multiply(block, scale, out=part[1:], dtype=np.float64)
+        total = np.add.reduce(part, axis=0)
     mean = total.astype(np.float32)
-    stats = ClassStats()
-    for begin, block in spool.blocks(rows):
-        block -= mean
-        stats.add(block, labels[begin:begin + block.shape[0]])
+    starts = list(range(0, spool.num_rows, rows))
+    workers = max(1, min(workers, len(starts)))
+    parts = [ClassStats(reference=np.zeros(spool.dim)) for _ in range(workers)]
+
+    def work(which):
+        block = np.empty((rows, spool.dim), dtype=np.float32)
+        for begin in starts[which::workers]:
+            part = spool.read(begin, block[:min(rows, spool.num_rows - begin)])
+            part -= mean
+            parts[which].add(part, labels[begin:begin + part.shape[0]])
+
+    if workers > 1:
+        with ThreadPoolExecutor(workers) as pool:
+            for future in [pool.submit(work, which) for which in range(workers)]:
+                future.result()
+    else:
+        work(0)
+    stats = ClassStats(reference=np.zeros(spool.dim))
+    for part in parts:
+        stats.merge(part)
     return stats, mean
 
 
