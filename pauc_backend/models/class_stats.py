@@ -40,20 +40,23 @@ class ClassStats:
     ``add(X, labels)``: X (n, D) float32 or float64, labels (n,) integers >= 0 (class
     indices; the arrays grow to the largest label seen). ``reference``: the point the sums
     are taken about (default: the mean of the first block added; zero suits vectors that are
-    already centred, as Kaldi's CovarianceStats takes them). Attributes after the first ``add``:
+    already centred, as Kaldi's CovarianceStats takes them); ``num_classes``: the number of
+    classes when known (the per-class arrays are then allocated once, at that size). Attributes after the first ``add``:
     ``dim_``, ``count_`` (N), ``reference_`` (r, float64), ``sum_`` (``sum (x - r)``),
     ``scatter_`` (``sum (x - r)(x - r)^T``), ``class_sums_`` ((K, D), ``sum (x - r)`` per
     class) and ``class_counts_`` (K,). A class whose count is 0 (a label never seen) takes no
-    part in any estimate.
+    part in any estimate. Not thread-safe: one object per thread, then ``merge``.
     """
 
-    def __init__(self, reference=None):
+    def __init__(self, reference=None, num_classes=0):
         self.dim_ = None
         self.count_ = 0
         self.sum_ = self.scatter_ = None
         self.reference_ = None if reference is None else np.array(reference, dtype=np.float64)
         self.class_sums_ = np.zeros((0, 0))
         self.class_counts_ = np.zeros(0, dtype=np.int64)
+        self._work = None
+        self._num_classes = int(num_classes)  # the arrays' size at the first add
 
     # -- accumulation --------------------------------------------------------------------------
     def add(self, X, labels):
@@ -102,8 +105,12 @@ class ClassStats:
         class_sums = np.zeros((classes.size, dim))
         total = np.zeros(dim)
         scatter = np.zeros((dim, dim))
+        work = self._work
+        if work is None or work.shape != (size, dim):
+            work = self._work = np.empty((size, dim))  # reused: no allocation per block
         for begin in range(0, X.shape[0], size):
-            block = np.subtract(X[begin:begin + size], reference, dtype=np.float64)
+            block = np.subtract(X[begin:begin + size], reference,
+                                out=work[:min(size, X.shape[0] - begin)], dtype=np.float64)
             index, order = inverse[begin:begin + size], None
             if index.size > 1 and not (index[1:] >= index[:-1]).all():
                 order = np.argsort(index, kind="stable")
@@ -135,6 +142,7 @@ class ClassStats:
             self.dim_, self.reference_ = dim, reference
             self.sum_, self.scatter_ = np.zeros(dim), np.zeros((dim, dim))
             self.class_sums_ = np.zeros((0, dim))
+            self._grow(self._num_classes, exact=True)
         self._grow(int(classes[-1]) + 1)
         self.count_ += count
         self.sum_ += total
@@ -142,11 +150,11 @@ class ClassStats:
         self.class_sums_[classes] += class_sums
         self.class_counts_[classes] += class_counts
 
-    def _grow(self, num_classes):
+    def _grow(self, num_classes, exact=False):
         have = self.class_counts_.shape[0]
         if num_classes <= have:
             return
-        size = max(num_classes, 2 * have)  # amortised: doubling
+        size = num_classes if exact else max(num_classes, 2 * have)  # amortised: doubling
         sums = np.zeros((size, self.dim_))
         sums[:have] = self.class_sums_[:have]
         counts = np.zeros(size, dtype=np.int64)
@@ -191,22 +199,30 @@ class ClassStats:
         if other.dim_ is None:
             return self
         if self.dim_ is None:
-            self.dim_, self.reference_ = other.dim_, other.reference_.copy()
+            if self.reference_ is None:
+                self.reference_ = other.reference_.copy()
+            self.dim_ = other.dim_
             self.sum_, self.scatter_ = np.zeros(self.dim_), np.zeros((self.dim_, self.dim_))
             self.class_sums_ = np.zeros((0, self.dim_))
+            self._grow(max(self._num_classes, other.class_counts_.shape[0]), exact=True)
         if other.dim_ != self.dim_:
             raise ValueError("ClassStats.merge: dimension %d and %d" % (self.dim_, other.dim_))
-        # sum (x - r)(x - r)^T = S' + s' e^T + e s'^T + n e e^T, e = r' - r, s' = sum (x - r')
-        shift = other.reference_ - self.reference_
-        cross = np.outer(other.sum_, shift)
-        scatter = other.scatter_ + cross + cross.T + other.count_ * np.outer(shift, shift)
         num = other.class_counts_.shape[0]
         self._grow(num)
         self.count_ += other.count_
-        self.sum_ += other.sum_ + other.count_ * shift
-        self.scatter_ += scatter
-        self.class_sums_[:num] += other.class_sums_ + other.class_counts_[:, None] * shift
+        self.sum_ += other.sum_
+        self.scatter_ += other.scatter_
+        self.class_sums_[:num] += other.class_sums_
         self.class_counts_[:num] += other.class_counts_
+        # sum (x - r)(x - r)^T = S' + s' e^T + e s'^T + n e e^T, e = r' - r, s' = sum (x - r')
+        shift = other.reference_ - self.reference_
+        if shift.any():
+            cross = np.outer(other.sum_, shift)
+            self.scatter_ += cross + cross.T + other.count_ * np.outer(shift, shift)
+            self.sum_ += other.count_ * shift
+            for begin in range(0, num, 4096):  # bounded temporaries
+                end = min(num, begin + 4096)
+                self.class_sums_[begin:end] += other.class_counts_[begin:end, None] * shift
         return self
 
     # -- what the estimators use ---------------------------------------------------------------

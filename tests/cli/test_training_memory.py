@@ -99,7 +99,7 @@ def test_peak_memory_grows_by_one_float32_copy(tool, tables):
 def test_streaming_tools_do_not_hold_the_table(tool, tables):
     """Issue 27: train-lda and train-plda stream the vectors (the table is never held, not
     even once): their peak grows by less than one float32 vector (4 dim bytes) per added
-    vector. Measured (2026-11-26): train-lda 209, train-plda 598 bytes per vector (keys in
+    vector. Measured (2026-11-26): train-lda 337, train-plda 598-754 bytes per vector (keys in
     utt2spk/spk2utt and their index, and for train-plda the per-speaker E-M arrays: 20
     vectors per speaker here), against 1,341 and 1,565 when the table was held."""
     folder, arks = tables

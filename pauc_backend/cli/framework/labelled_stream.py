@@ -194,7 +194,9 @@ def centred_stats(spool, labels, workers=2):
     mean = total.astype(np.float32)
     starts = list(range(0, spool.num_rows, rows))
     workers = max(1, min(workers, len(starts)))
-    parts = [ClassStats(reference=np.zeros(spool.dim)) for _ in range(workers)]
+    num_classes = int(labels.max()) + 1 if labels.size else 0
+    parts = [ClassStats(reference=np.zeros(spool.dim), num_classes=num_classes)
+             for _ in range(workers)]
 
     def work(which):
         block = np.empty((rows, spool.dim), dtype=np.float32)
@@ -209,8 +211,8 @@ def centred_stats(spool, labels, workers=2):
                 future.result()
     else:
         work(0)
-    stats = ClassStats(reference=np.zeros(spool.dim))
-    for part in parts:
+    stats = parts[0]
+    for part in parts[1:]:
         stats.merge(part)
     return stats, mean
 
@@ -251,7 +253,7 @@ def stream_spk2utt(log, spk2utt, vector_rspecifier, spk2utt_name=None):
     found = np.zeros(label.size, dtype=bool)
     single = bool(sizes.size) and bool((sizes == 1).all())
     speaker_keys = num_vectors = 0
-    stats = ClassStats()
+    stats = ClassStats(num_classes=sizes.size)
     blocks = _Blocks(stats, vector_rspecifier)
     for chunk in iter_vector_chunks(vector_rspecifier):
         keys = chunk.keys
