@@ -20,9 +20,10 @@ Note: the transform we produce is actually an affine transform which will also s
 the global mean to zero (apply it with transform-vectors).
 Memory: no table is held (Kaldi holds every vector, as float, to subtract their mean): the
 vectors stream in (a pipe is fine) and go to an unlinked temporary file in $TMPDIR (4 bytes
-per dimension and vector); a second and third pass over it compute the mean, then each
-speaker's sum and count and the scatter of the vectors centred on it (in float, as Kaldi), in
-double (Kaldi's CovarianceStats). utt2spk is held (~150 bytes per utterance).
+per dimension and vector); a second and third pass over it compute the mean (summed in table
+order, Kaldi's order for a sorted table), then each speaker's sum and count and the scatter
+of the vectors centred on it (in float, as Kaldi), in double (Kaldi's CovarianceStats), on
+two threads. utt2spk is held (~150 bytes per utterance).
 
 Usage:  train-lda [options] <vector-rspecifier> <utt2spk-rspecifier> <lda-matrix-out>
 e.g.:
