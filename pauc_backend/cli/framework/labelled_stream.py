@@ -172,6 +172,33 @@ def read_utt2spk_pass(log, vector_rspecifier, utt2spk, spool):
     return labels, num_done, num_err
 
 
+def _spool_mean(spool, rows, workers):
+    """``sum_i (1/N) x_i`` in double, row after row (ComputeAndSubtractMean's AddVec), as
+    float32; the columns split between ``workers`` threads (each column's sum keeps its
+    order, so the bits do not depend on the split)."""
+    scale = 1.0 / spool.num_rows
+    cuts = np.linspace(0, spool.dim, workers + 1).astype(int).tolist()
+    totals = [np.zeros(b - a) for a, b in zip(cuts[:-1], cuts[1:])]
+    buffers = [np.empty((rows + 1, b - a)) for a, b in zip(cuts[:-1], cuts[1:])]
+
+    def add(which, block):
+        part = buffers[which][:block.shape[0] + 1]
+        part[0] = totals[which]  # the running total rides along: the sum stays sequential
+        np.multiply(block[:, cuts[which]:cuts[which + 1]], scale, out=part[1:],
+                    dtype=np.float64)
+        totals[which] = np.add.reduce(part, axis=0)
+
+    if workers == 1:
+        for _, block in spool.blocks(rows):
+            add(0, block)
+    else:
+        with ThreadPoolExecutor(workers) as pool:
+            for _, block in spool.blocks(rows):
+                for future in [pool.submit(add, w, block) for w in range(workers)]:
+                    future.result()
+    return np.concatenate(totals).astype(np.float32)
+
+
 def centred_stats(spool, labels, workers=2):
     """Kaldi's ComputeAndSubtractMean then CovarianceStats over the spooled vectors:
     ``(stats, mean)``, the float32 mean ``sum_i (1/N) x_i`` summed in double row after row
@@ -183,17 +210,9 @@ def centred_stats(spool, labels, workers=2):
     thread k mod workers; their statistics are merged in thread order, so the result does not
     depend on timing."""
     rows = block_rows(spool.dim)
-    total = np.zeros(spool.dim)
-    scale = 1.0 / spool.num_rows
-    buffer = np.empty((rows + 1, spool.dim))
-    for _, block in spool.blocks(rows):
-        part = buffer[:block.shape[0] + 1]
-        part[0] = total  # the running total rides along: the sum stays strictly sequential
-        np.multiply(block, scale, out=part[1:], dtype=np.float64)
-        total = np.add.reduce(part, axis=0)
-    mean = total.astype(np.float32)
     starts = list(range(0, spool.num_rows, rows))
     workers = max(1, min(workers, len(starts)))
+    mean = _spool_mean(spool, rows, workers)
     num_classes = int(labels.max()) + 1 if labels.size else 0
     parts = [ClassStats(reference=np.zeros(spool.dim), num_classes=num_classes)
              for _ in range(workers)]
