@@ -44,8 +44,9 @@ class ClassStats:
     classes when known (the per-class arrays are then allocated once, at that size).
     Attributes after the first ``add``: ``dim_``, ``count_`` (N), ``reference_`` (r,
     float64), ``sum_`` (``sum (x - r)``), ``scatter_`` (``sum (x - r)(x - r)^T``),
-    ``class_sums_`` ((K, D), ``sum (x - r)`` per class) and ``class_counts_`` (K,). A class whose count is 0 (a label never seen) takes no
-    part in any estimate. Not thread-safe: one object per thread, then ``merge``.
+    ``class_sums_`` ((K, D), ``sum (x - r)`` per class) and ``class_counts_`` (K,). A class
+    whose count is 0 (a label never seen) takes no part in any estimate. Not thread-safe: one
+    object per thread, then ``merge``.
     """
 
     def __init__(self, reference=None, num_classes=0):
