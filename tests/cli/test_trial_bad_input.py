@@ -152,3 +152,53 @@ def test_a_few_unknown_keys_keep_kaldis_warnings_and_many_are_capped(golden, tmp
                              for i in range(0, 600, 30)]
     assert warnings[20:] == ["80 more trials had an unknown key (only the first 20 are shown)"]
     assert lines_of(proc, "LOG")[-1] == "Processed 15900 trials, 100 had errors."
+
+
+@pytest.mark.parametrize("tool, order", [
+    ("compute-eer-pauc", ("trials", "scores")),
+    ("compare-systems", ("trials", "scores", "scores")),
+    ("compare-systems", ("scores", "trials", "scores")),
+    ("train-calibration", ("scores", "trials", "out"))])
+def test_swapped_scores_and_trials_say_so(golden, tmp_path, old_output, tool, order):
+    """Issue 28: a scores file where the trials belong is one ERROR that names the score it
+    met, asks whether the arguments are swapped and shows the trials' form; the outputs stay."""
+    files = {"trials": golden / "data/trials", "scores": scores_for(golden, tmp_path),
+             "out": old_output}
+    error = one_error(run_tool(tool, *(files[name] for name in order)))
+    assert "Bad label '3.499162' on line 1 of trials file %s" % files["scores"] in error
+    assert ("are the scores and the trials arguments swapped? The trials file has lines "
+            "<key1> <key2> target|nontarget") in error
+    assert old_output.read_text() == "precious\n"
+
+
+@pytest.mark.parametrize("tool, args, table", [
+    ("copy-vectors", ["ark:exp/test_final.scp", "ark:OUT"], "exp/test_final.scp"),
+    ("score-plda-trials", ["exp/plda", "ark:exp/enroll_final.scp", "ark:exp/test_final.ark",
+                           "data/trials", "OUT"], "exp/enroll_final.scp"),
+    ("score-plda-trials", ["--num-utts=ark:exp/enroll_spk_xvector.scp", "exp/plda",
+                           "ark:exp/enroll_final.ark", "ark:exp/test_final.ark", "data/trials",
+                           "OUT"], "exp/enroll_spk_xvector.scp"),
+    ("compute-vector-mean", ["ark:exp/test_final.scp", "OUT"], "exp/test_final.scp")])
+def test_a_script_read_as_an_archive_says_use_scp(golden, old_output, tool, args, table):
+    """Issue 28: `ark:x.scp` fails where the first value should start; the one ERROR says it
+    is a script file and to read it as scp:, for vector and int32 tables, whole-table and
+    streamed readers alike."""
+    args = [str(old_output) if a == "OUT" else a for a in args]
+    error = one_error(run_tool(tool, *args, cwd=golden))
+    assert "this is a script file (lines <key> <rxfilename>, e.g. '" in error, error
+    assert error.endswith("not an archive: read it as scp:%s, not ark:" % table), error
+    assert old_output.read_text() == "precious\n"
+
+
+def test_a_script_of_pipes_read_as_an_archive_says_use_scp_and_a_bad_archive_does_not(
+        golden, tmp_path, old_output):
+    scp = tmp_path / "pipes.scp"
+    scp.write_text("ev001-tst01 copy-vectors scp:exp/test_final.scp ark:- |\n")
+    error = one_error(run_tool("copy-vectors", "ark:%s" % scp, "ark:%s" % old_output,
+                               cwd=golden))
+    assert error.endswith("read it as scp:%s, not ark:" % scp), error
+    bad = tmp_path / "bad.ark"
+    bad.write_text("ev001-tst01 [ 1 2 x ]\n")
+    error = one_error(run_tool("copy-vectors", "ark:%s" % bad, "ark:%s" % old_output))
+    assert "scp" not in error
+    assert old_output.read_text() == "precious\n"
