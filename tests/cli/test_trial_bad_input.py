@@ -202,3 +202,57 @@ def test_a_script_of_pipes_read_as_an_archive_says_use_scp_and_a_bad_archive_doe
     error = one_error(run_tool("copy-vectors", "ark:%s" % bad, "ark:%s" % old_output))
     assert "scp" not in error
     assert old_output.read_text() == "precious\n"
+
+
+VOX_PATHS = ["id10270/x6uYqmx31kE/%05d.wav" % i for i in range(1, 7)] + \
+    ["id10271/8jEAjG6SegY/%05d.wav" % i for i in range(1, 7)]
+
+
+def _egs_key(path):        # egs/voxceleb/v2's rule (local/make_voxceleb1_v2.pl), written out
+    speaker, recording, name = path.split("/")
+    return "%s-%s-%s" % (speaker, recording, name[:-len(".wav")])
+
+
+@pytest.mark.parametrize("table_form", ["paths", "egs"])
+def test_voxceleb_keys_in_the_other_form_name_the_mapping_and_a_key_of_each_side(
+        tmp_path, old_output, table_form):
+    """Issue 28: vectors keyed by VoxCeleb paths and trials in egs/voxceleb/v2 form (or the
+    reverse) stop with one ERROR that shows a key of the trials and of each table and names
+    the mapping (import-vectors / convert-voxceleb-trials)."""
+    table_keys = VOX_PATHS if table_form == "paths" else [_egs_key(p) for p in VOX_PATHS]
+    trial_keys = [_egs_key(p) for p in VOX_PATHS] if table_form == "paths" else VOX_PATHS
+    table = tmp_path / "vectors.ark"
+    table.write_text("".join("%s [ %d 1 0.5 ]\n" % (key, i) for i, key in
+                             enumerate(table_keys)))
+    trials = tmp_path / "trials"
+    trials.write_text("".join("%s %s %s\n" % (a, b, "target" if a[:7] == b[:7] else "nontarget")
+                              for a in trial_keys[:3] for b in trial_keys))
+    proc = run_tool("score-cosine-trials", "--normalize", trials, "ark:%s" % table,
+                    "ark:%s" % table, old_output)
+    error = one_error(proc)
+    assert lines_of(proc, "WARNING") == []
+    assert "36 of the 36 trials in %s have a key missing" % trials in error
+    assert ("(keys seen: trial '%s %s'; 1st table of vectors '%s'; 2nd table of vectors '%s')"
+            % (trial_keys[0], trial_keys[0], table_keys[0], table_keys[0])) in error, error
+    if table_form == "paths":
+        assert ("the 2nd table of vectors' keys are VoxCeleb paths (e.g. 'id10270/x6uYqmx31kE/"
+                "00001.wav') and the trials' keys their egs/voxceleb/v2 form (e.g. "
+                "'id10270-x6uYqmx31kE-00001'): import the vectors again with import-vectors"
+                in error), error
+    else:
+        assert ("the trials' keys are VoxCeleb paths (e.g. 'id10270/x6uYqmx31kE/00001.wav') "
+                "and the 2nd table of vectors' keys their egs/voxceleb/v2 form (e.g. "
+                "'id10270-x6uYqmx31kE-00001'): make the trials from the VoxCeleb list with "
+                "convert-voxceleb-trials" in error), error
+    assert old_output.read_text() == "precious\n"
+
+
+def test_the_diagnosis_of_unrelated_keys_shows_a_key_of_each_side(golden, tmp_path,
+                                                                    old_output):
+    trials = tmp_path / "trials"
+    trials.write_text("".join("spk%d utt%d nontarget\n" % (i, i) for i in range(20)))
+    error = one_error(run_tool("score-plda-trials", "exp/plda", "ark:exp/enroll_final.ark",
+                               "ark:exp/test_final.ark", trials, old_output, cwd=golden))
+    assert ("(keys seen: trial 'spk0 utt0'; training vectors 'ev001'; test vectors "
+            "'ev001-tst01')") in error, error
+    assert old_output.read_text() == "precious\n"
