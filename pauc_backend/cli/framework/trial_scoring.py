@@ -76,8 +76,8 @@ def _voxceleb_hint(trial_keys, index, table_name):
         short = utterance_key(key) if "/" in key else None
         if short is not None and short.encode("utf-8") in index.ids:
             return ("the trials' keys are VoxCeleb paths (e.g. '%s') and the %s vectors' "
-                    "keys their egs/voxceleb/v2 form (e.g. '%s'): make the trials from the VoxCeleb "
-                    "list with %s" % (key, table_name, short, VOXCELEB_CONVERTER))
+                    "keys their egs/voxceleb/v2 form (e.g. '%s'): make the trials from the "
+                    "VoxCeleb list with %s" % (key, table_name, short, VOXCELEB_CONVERTER))
     return None
 
 

@@ -22,9 +22,9 @@ the figures of A and B, the relative difference (B - A) / A, its percentile inte
 (--confidence) over the resamples, and the share of resamples in which B is better (lower
 EER / minDCF, higher pAUC / AUC; ties count one half). Only trials scored in both files are
 used; when they are only part of the trials file's list that is an error, as in
-compute-eer-pauc, unless --allow-partial=true (the report then says scored/listed). With --utt2spk the clusters are the speakers of the trial keys (keys not in it are
-their own speaker), as they should be when one speaker has several enrollment models or
-test segments.
+compute-eer-pauc, unless --allow-partial=true (the report then says scored/listed). With
+--utt2spk the clusters are the speakers of the trial keys (keys not in it are their own
+speaker), as they should be when one speaker has several enrollment models or test segments.
 
 Usage: compare-systems [options] <scores-A> <scores-B> <trials>
 e.g.: compare-systems --utt2spk=ark:data/test/utt2spk exp/scores/{plda,pauc_auto} data/trials
