@@ -64,15 +64,21 @@ class ShiftAccumulator:
         self.total = np.zeros(dim)
         self.total_sq = np.zeros(dim)
 
-    def add(self, Z):
-        """Add rows already whitened (e.g. PLDA-space vectors before length normalisation)."""
+    def add(self, Z, row_scale=None):
+        """Add rows already whitened (e.g. PLDA-space vectors before length normalisation);
+        with ``row_scale`` each row is first divided by its entry (e.g. the factors of
+        Plda::TransformIvector's length normalisation, to undo it), in blocks of BLOCK_ROWS."""
         Z = np.asarray(Z)
         if Z.ndim != 2 or Z.shape[1] != self.total.size:
             raise ValueError("expected rows of dimension %d, got shape %s"
                              % (self.total.size, Z.shape))
-        self.count += Z.shape[0]
-        self.total += Z.sum(axis=0, dtype=np.float64)
-        self.total_sq += np.einsum("ij,ij->j", Z, Z, dtype=np.float64)
+        for start in range(0, Z.shape[0], BLOCK_ROWS):
+            block = Z[start:start + BLOCK_ROWS]
+            if row_scale is not None:
+                block = block / np.asarray(row_scale[start:start + BLOCK_ROWS])[:, None]
+            self.count += block.shape[0]
+            self.total += block.sum(axis=0, dtype=np.float64)
+            self.total_sq += np.einsum("ij,ij->j", block, block, dtype=np.float64)
         return self
 
     def value(self):

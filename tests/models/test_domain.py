@@ -131,3 +131,14 @@ def test_bad_shapes_are_value_errors():
         TrainingDomain.from_params(np.zeros(3), np.eye(4))
     with pytest.raises(ValueError):
         TrainingDomain().fit(np.ones((3, 2)), [0, 1, 2])  # one vector per speaker
+
+
+def test_row_scales_are_divided_out_block_by_block(monkeypatch):
+    """add(U, row_scale=f) equals add(U / f[:, None]), also across BLOCK_ROWS boundaries."""
+    from pauc_backend.models import domain
+    monkeypatch.setattr(domain, "BLOCK_ROWS", 7)
+    rng = np.random.default_rng(6)
+    U = rng.standard_normal((50, 4)) + 0.7
+    scale = rng.uniform(0.5, 2.0, 50)
+    got = ShiftAccumulator(4).add(U, row_scale=scale).value()
+    assert got == pytest.approx(_reference(U / scale[:, None]), rel=1e-9)

@@ -85,9 +85,9 @@ def run(opts, args):
         raise KaldiError("No test iVectors present.")
     log.log("Average renormalization scale on test iVectors was %s"
             % format_float(factors.astype(np.float64).sum() / len(test_keys)))
-    shift = ShiftAccumulator(plda.dim)
+    shift = ShiftAccumulator(plda.dim)     # PLDA space before the length normalisation
     for U, scale in ((U_enroll, enroll_factors), (U_test, factors)):
-        shift.add(U / scale[:, None] if opts.normalize_length else U)
+        shift.add(U, row_scale=scale if opts.normalize_length else None)
     warn_if_out_of_domain(log, shift.value(), "enrollment and test vectors", PLDA_REMEDY)
 
     def score_fn(enroll_rows, test_rows):
