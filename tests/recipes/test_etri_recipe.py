@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from conftest import ETRI, REPO, tool_env
+from conftest import ETRI, REPO, need, tool_env
 
 RECIPE = REPO / "recipes" / "etri"
 SYSTEMS = ["Cosine (raw vectors)", "Cosine", "TripletMetric (length-norm)",
@@ -38,8 +38,7 @@ def table_rows(text):
 
 @pytest.fixture(scope="module")
 def etri_run(tmp_path_factory):
-    if not (ETRI / "trials").is_file():
-        pytest.skip("../shared/realdata/etri is not beside the checkout")
+    need(ETRI / "trials")
     work = tmp_path_factory.mktemp("etri")
     # Without stage 5 (pAUCMetric (auto): minutes of cross-fitting; test_recipe_auto_stage.py
     # runs it on a small candidate set).

@@ -17,7 +17,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from conftest import REPO, SHARED, tool_env
+from conftest import REPO, SHARED, need, need_module, tool_env
 
 TIMIT = SHARED / "realdata" / "timit-ge2e"
 RECIPE = REPO / "recipes" / "timit"
@@ -47,8 +47,7 @@ def table_rows(text):
 
 @pytest.fixture(scope="module")
 def timit_run(tmp_path_factory):
-    if not (TIMIT / "eval" / "trials").is_file():
-        pytest.skip("../shared/realdata/timit-ge2e is not beside the checkout")
+    need(TIMIT / "eval" / "trials")
     work = tmp_path_factory.mktemp("timit")
     proc = subprocess.run(["bash", str(RECIPE / "run.sh"), "--auto", "false", "--losses", "pauc",
                            "--dir", str(work), str(TIMIT)],
@@ -69,7 +68,7 @@ def evaluate(work, system):
 def test_timit_cosine_is_utterance_against_utterance_of_the_one_eval_table(timit_run):
     """exp/scores/cosine equals a numpy cosine of the single eval vectors (centred on the train
     mean, LDA): no speaker averaging on either side, every trial in the trial list's order."""
-    knio = pytest.importorskip("kaldi_native_io")
+    knio = need_module("kaldi_native_io")
     work, _ = timit_run
     # The recipe's data/ scp files (absolute paths: the shared ones are relative to their folder).
     def read(name):
