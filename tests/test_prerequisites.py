@@ -109,3 +109,12 @@ def test_without_ci_the_same_suite_skips_and_passes(tmp_path):
     assert status == 0, out
     summary = out.strip().splitlines()[-1]
     assert "1 passed" in summary and "7 skipped" in summary and "1 xfailed" in summary, out
+
+
+def test_the_suite_itself_runs_under_these_hooks(request):
+    """tests/conftest.py registers the hooks checked above for this very suite."""
+    import conftest
+    import prerequisites
+    for name in ("pytest_runtest_makereport", "pytest_sessionfinish"):
+        assert getattr(conftest, name) is getattr(prerequisites, name), name
+    assert request.config.pluginmanager.is_registered(conftest)
