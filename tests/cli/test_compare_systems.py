@@ -88,6 +88,7 @@ def test_paired_bootstrap_matches_brute_force(tmp_path, by_speaker):
     # brute force on trials in the tool's row order (scores-A file order = model-major)
     ref = _brute(enroll, test, sa, sb, y, 50, 5, 0.9, [0.01, 0.1])
     full_a, full_b = _figures(sa, y, [0.01, 0.1]), _figures(sb, y, [0.01, 0.1])
+    assert len(ref) == len(full_a) == len(full_b) == len(got)
     for item, (interval, share, used), pa, pb in zip(got, ref, full_a, full_b):
         assert item["resamples"] == used
         np.testing.assert_allclose(item["interval"], interval, rtol=1e-12, atol=1e-15)
@@ -107,6 +108,8 @@ def test_same_system_is_never_better_and_table_output(tmp_path):
                     tmp_path / "a", tmp_path / "a", tmp_path / "trials", check=True)
     lines = proc.stdout.decode().splitlines()
     assert lines[0].startswith("| Metric | plda | auto | (B-A)/A | 95% interval |")
+    assert [l.split("|")[1].strip() for l in lines[2:]] == ["EER(%)", "minDCF(0.01)",
+                                                           "pAUC[0,0.01]", "AUC"]
     for line in lines[2:]:
         cells = [c.strip() for c in line.strip("|").split("|")]
         assert cells[3] == "+0.0%" and cells[4] == "+0.0% .. +0.0%" and cells[5] == "50.0%"

@@ -2,11 +2,10 @@
 keys of egs/voxceleb/v2 (local/make_voxceleb1_v2.pl), checked against a Perl one-liner of
 that script's rule, and one ERROR line naming the line for a bad list."""
 
-import shutil
 import subprocess
 
 import pytest
-from conftest import run_tool
+from conftest import need_program, run_tool
 
 LIST = """1 id10270/x6uYqmx31kE/00001.wav id10270/8jEAjG6SegY/00008.wav
 0 id10270/x6uYqmx31kE/00001.wav id10300/ize_eiCFEg0/00003.wav
@@ -23,8 +22,7 @@ PERL = (r"""perl -lane '($l, $p1, $p2) = @F; @k = ();"""
 
 
 def test_keys_and_labels_are_those_of_kaldi_make_voxceleb1_v2(tmp_path):
-    if shutil.which("perl") is None:
-        pytest.skip("no perl")
+    need_program("perl")
     (tmp_path / "list").write_text(LIST)
     proc = run_tool("convert-voxceleb-trials", "--utt2spk=%s" % (tmp_path / "utt2spk"),
                     tmp_path / "list", tmp_path / "trials")
