@@ -297,6 +297,7 @@ def test_mutated_objects(obj):
         same(arriving[1], got[1])
     assert expected is not None, "reader accepted what the reference rejects: %r" % (raw,)
     if kind == "plda":
+        assert len(got[1]) == len(expected)
         assert all(same(g, w) for g, w in zip(got[1], expected))
     else:
         assert same(got[1], expected)
