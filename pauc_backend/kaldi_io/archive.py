@@ -412,6 +412,18 @@ def fill_from(fd, view, have):
 
 def read_fv_stream(stream, name, ragged, permissive=False):
     """Float-vector archive from a pipe or stdin, parsed chunk by chunk while it is read."""
+    where = [0]
+    try:
+        return _read_fv_stream(stream, name, ragged, permissive, where)
+    except MemoryError:
+        # a record declaring more than the memory holds (2^31 floats on a pipe): Kaldi would
+        # try to read it as well; the ERROR names the archive and where its records stood
+        raise KaldiError("Out of memory reading archive %s (%d bytes of it parsed: a record "
+                         "there or the table does not fit)" % (streams.printable(name), where[0])
+                         ) from None
+
+
+def _read_fv_stream(stream, name, ragged, permissive, where):
     try:
         fd = stream.fileno()
     except (AttributeError, OSError, ValueError):
@@ -438,6 +450,7 @@ def read_fv_stream(stream, name, ragged, permissive=False):
     consumed = 0
     while True:
         stop, irregular = scan_fv_block(buf, 0, have, dim, rows, keys)
+        where[0] = consumed + stop
         if irregular or (eof and stop < have):
             view.release()
             rest = bytes(buf[stop:have])

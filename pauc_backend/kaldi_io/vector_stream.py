@@ -274,17 +274,34 @@ def iter_archive_chunks(stream, name, permissive=False, chunk_bytes=CHUNK_BYTES,
     ``start``: the stream's first byte's offset, for messages."""
     source = _Input(stream, chunk_bytes)
     source.consumed = start
+    where = [0]
+    try:
+        yield from _parse_archive(source, name, permissive, where)
+    except MemoryError:
+        # a record declaring more than the memory holds (a header of 2^31 floats on a pipe):
+        # Kaldi's reader would try to read it all as well; here the ERROR names it
+        pos = where[0]
+        key = _TOKEN.match(source.buf, pos, source.have)
+        raise KaldiError("Out of memory reading archive %s: the record at byte %d%s does not fit"
+                         % (streams.printable(name), source.consumed + pos,
+                            " (key '%s')" % key.group().decode("utf-8", "replace")[:200]
+                            if key else "")) from None
+
+
+def _parse_archive(source, name, permissive, where):
+    """iter_archive_chunks' loop; ``where[0]``: the buffer offset of the record being read."""
     rows = _Rows()
     pos = 0
     parsed_any = source.have == 0   # bytes the stream's buffer already held: parse them first
     while True:
         if parsed_any:
+            where[0] = pos
             source.refill(pos)
         parsed_any = True
-        pos = 0
+        pos = where[0] = 0
         buf, have = source.buf, source.have
         while True:
-            pos = _WS.match(buf, pos, have).end()
+            pos = where[0] = _WS.match(buf, pos, have).end()
             if pos >= have:
                 break
             count, key_len, dim = _fixed_run(buf, pos, have)
@@ -293,8 +310,11 @@ def iter_archive_chunks(stream, name, permissive=False, chunk_bytes=CHUNK_BYTES,
                 pos += count * (key_len + 11 + 4 * dim)
                 continue
             dim = fv_dim(buf, pos, have)
-            if dim is not None:
-                rows.reset(dim, (have - pos) // (12 + 4 * dim) + 1)
+            # rows for the whole records the buffer holds: none when the first is incomplete
+            # (a header may declare 2^31 floats; the record parser reports that one)
+            whole = (have - pos) // (12 + 4 * dim) if dim is not None else 0
+            if whole:
+                rows.reset(dim, whole)
                 keys = []
                 stop, irregular = scan_fv_block(buf, pos, have, dim, rows, keys)
                 if rows.n:
