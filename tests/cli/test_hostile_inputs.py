@@ -1,6 +1,6 @@
 """Endless inputs through the tools (issue 26 item 7): ``/dev/zero`` (or a pipe that never
-ends) given as text embeddings, a key list, trials, scores, a script, a script's target, an
-archive, a text vector, a spk2utt line, a num_utts table or a PLDA model is one ERROR naming
+ends) given as text embeddings, a key list, trials, scores, a VoxCeleb list, a script, a
+script's target, an archive, a text vector, a spk2utt line, a num_utts table or a PLDA model is one ERROR naming
 the file (and key or line), exit 255, nothing written, once a bound of lines.py is passed.
 
 Each tool runs under an address-space limit of 2 GiB (its normal peak here is a few hundred MB),
@@ -42,6 +42,7 @@ def folder(tmp_path_factory):
     (folder / "target.scp").write_text("a /dev/zero\n")
     (folder / "offset.scp").write_text("a /dev/zero:7\n")
     (folder / "spk2utt").write_text("s a b\nt c d\n")
+    (folder / "utt2spk").write_text("a s\nb s\nc t\nd t\n")
     (folder / "keys").write_text("a\nb\nc\nd\n")
     write_plda(str(folder / "plda"), np.zeros(3), np.eye(3), np.ones(3))
     return folder
@@ -60,6 +61,8 @@ CASES = {
                "Line 1 of trials file /dev/zero has no newline within 1 MiB"),
     "scores": (["compute-eer-pauc", "/dev/zero", "trials"],
                "Line 1 of scores file /dev/zero has no newline within 1 MiB"),
+    "VoxCeleb list": (["convert-voxceleb-trials", "/dev/zero", "out.trials"],
+                      "Line 1 of VoxCeleb list /dev/zero has no newline within 1 MiB"),
     "score-label lines": (["compute-eer-pauc", "cat /dev/zero |"],
                           "Line 1 of scores file cat /dev/zero | has no newline within 1 MiB"),
     "script": (["copy-vectors", "scp:/dev/zero", "ark:out.ark"],
@@ -70,7 +73,7 @@ CASES = {
                                    "reading /dev/zero:7 at byte 7"),
     "archive (streamed)": (["copy-vectors", "ark:/dev/zero", "ark:out.ark"],
                            "key: longer than 1 MiB"),
-    "archive (whole table)": (["train-lda", "ark:cat /dev/zero |", "ark:spk2utt",
+    "archive (whole table)": (["train-lda", "ark:cat /dev/zero |", "ark:utt2spk",
                                "out.mat"], "(reading cat /dev/zero | at byte 0)"),
     "text vector": (["copy-vectors", "ark:" + ENDLESS_TEXT, "ark:out.ark"],
                     "no ']' within 16 MiB of its '['"),
@@ -116,3 +119,29 @@ def test_an_npy_on_a_pipe_is_read_as_far_as_its_header_says(folder):
                        "(cat x.npy; cat /dev/zero) |", "ark,t:-", cwd=folder)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.decode().split()[0] == "a" and b"Imported 4 vectors" in proc.stderr
+
+
+HUGE_RECORD = "ark:(cat x.ark; printf 'e \\000BFV \\004\\377\\377\\377\\177'; cat /dev/zero) |"
+
+
+@pytest.mark.parametrize("args", [
+    ["copy-vectors", HUGE_RECORD, "ark:out.ark"],                              # streamed
+    ["score-cosine-trials", "trials", HUGE_RECORD, "ark:x.ark", "out.scores"],  # whole table
+])
+def test_a_record_larger_than_the_memory_is_named(args, folder):
+    """Issue 26 item 7's "Out of memory" naming nothing: a piped record declaring 2^31 - 1
+    floats (8 GiB; Kaldi's reader would try to read them too) under a 1 GiB address space is
+    one ERROR naming the archive and where it stopped, after the 4 good records."""
+    limit = 1 << 30
+    proc = subprocess.run([sys.executable, str(BIN / args[0]), *args[1:]], cwd=folder,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=tool_env(),
+                          preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS,
+                                                                (limit, limit)),
+                          timeout=300)
+    errors = [line for line in proc.stderr.decode(errors="replace").splitlines()
+              if line.startswith("ERROR")]
+    size = (folder / "x.ark").stat().st_size
+    assert proc.returncode == 255 and len(errors) == 1, proc.stderr[-2000:]
+    assert "Out of memory reading archive (cat x.ark;" in errors[0], errors
+    assert str(size) in errors[0], (size, errors)       # the offset of record 'e'
+    assert not any(folder.glob("out*"))
