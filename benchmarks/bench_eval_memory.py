@@ -17,8 +17,11 @@ Layouts (--layouts):
                 n distinct random pairs in random order, 1% random targets: ten trials a key,
                 the layout where the keys themselves weigh most
 
+--reports (default table,json) adds a keyed ``compute-eer-pauc --report=R scores trials`` row
+for each R; --bin measures the tools of another checkout (e.g. /work/main/bin) on the same files.
+
     python benchmarks/bench_eval_memory.py [--trials 10000000,30000000] [--dir /root/bench_eval]
-        [--layouts grid,enroll-major]
+        [--layouts grid,enroll-major,random-keys] [--reports table,json] [--bin DIR]
 """
 
 import argparse
@@ -109,9 +112,12 @@ def main():
     parser.add_argument("--make-only", action="store_true")
     parser.add_argument("--skip-calibration", action="store_true")
     parser.add_argument("--layouts", default="grid,enroll-major")
+    parser.add_argument("--reports", default="table,json")
+    parser.add_argument("--bin", default=os.path.join(ROOT, "bin"))
     args = parser.parse_args()
     os.makedirs(args.dir, exist_ok=True)
-    tool = lambda name: [sys.executable, os.path.join(ROOT, "bin", name)]  # noqa: E731
+    tool = lambda name: [sys.executable, os.path.join(args.bin, name)]  # noqa: E731
+    print("tools of %s" % args.bin)
     print("load average %.1f, %d CPUs" % (os.getloadavg()[0], os.cpu_count()))
     for n, layout in [(int(x), name) for x in args.trials.split(",")
                       for name in args.layouts.split(",")]:
@@ -124,13 +130,18 @@ def main():
         assert out_key == out_pipe, (out_key, out_pipe)
         rows = [("compute-eer-pauc - (piped)", t_pipe, rss_pipe),
                 ("compute-eer-pauc scores trials", t_key, rss_key)]
+        for report in filter(None, args.reports.split(",")):
+            t_rep, rss_rep, _ = measured(tool("compute-eer-pauc") + ["--report=" + report,
+                                                                   scores, trials])
+            rows.append(("  the same, --report=" + report, t_rep, rss_rep))
         if not args.skip_calibration:
-            model = os.path.join(args.dir, "n%d.mdl" % n)
+            model = os.path.join(args.dir, "n%d.%d.mdl" % (n, os.getpid()))
             t_cal, rss_cal, _ = measured(tool("train-calibration") + [trials, scores, model])
             rows.append(("train-calibration trials scores", t_cal, rss_cal))
             t_fus, rss_fus, _ = measured(tool("train-calibration") + [trials, scores, scores2,
                                                                      model])
             rows.append(("  the same, fusion with scores2", t_fus, rss_fus))
+            os.unlink(model)
         print("%d trials, layout %s (start-up RSS %.0f MB, load average %.1f)" % (
             n, layout, start_rss / 1e6, os.getloadavg()[0]))
         for name, wall, rss in rows:
