@@ -37,6 +37,16 @@ def fresh_array(shape, dtype):
     return np.frombuffer(mm, dtype=dtype, count=count).reshape(shape)
 
 
+def lazy_array(shape, dtype):
+    """A zero-filled, writable, C-contiguous array in its own anonymous mapping whose pages are
+    faulted in only when written (room to grow costs address space, not memory) and returned
+    to the system when the array goes."""
+    dtype = np.dtype(dtype)
+    count = int(np.prod(shape, dtype=np.int64))
+    mm = mmap.mmap(-1, max(count * dtype.itemsize, 1), flags=mmap.MAP_PRIVATE)
+    return np.frombuffer(mm, dtype=dtype, count=count).reshape(shape)
+
+
 class GrowingArray:
     """A 1-D array appended to chunk by chunk in its own anonymous mapping, grown by mremap
     (``mmap.resize``): no list of chunks and no final copy, and pages past the end are never

@@ -2,10 +2,13 @@
 fast path for binary float-vector (FV) archives.
 
 ``iter_archive`` parses any archive record by record and names the file, key and byte offset
-of an error. ``scan_fv_block`` parses runs of ``key \\0BFV \\x04<dim> floats`` records in bulk
-(headers verified at once, rows copied with one strided view); ``read_fv_stream`` and
-``read_fv_buffer`` read a whole table with it, falling back to the record parser for anything
-else.
+of an error; ``iter_archive_source`` does so for an rxfilename, mapping a regular file and
+parsing anything else (a pipe, standard input, a device, a FIFO) while it arrives
+(``iter_archive_stream``), so an endless input fails once a key or line passes its bound
+(``lines.MAX_LINE_BYTES``, ``MAX_LIST_LINE_BYTES``) instead of filling the memory.
+``scan_fv_block`` parses runs of ``key \\0BFV \\x04<dim> floats`` records in bulk (headers
+verified at once, rows copied with one strided view); ``read_fv_stream`` and ``read_fv_buffer``
+read a whole table with it, falling back to the record parser for anything else.
 """
 
 import mmap
@@ -17,8 +20,9 @@ import numpy as np
 
 from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import _memory, codec, streams
-from pauc_backend.kaldi_io.codec import ByteCursor
+from pauc_backend.kaldi_io.codec import ByteCursor, token_match
 from pauc_backend.kaldi_io.holders import HOLDERS, decode_token
+from pauc_backend.kaldi_io.lines import UTF8_BOM, parse_growing, regular_file
 
 _WS = re.compile(rb"[ \t\n\v\f\r]*")
 _TOKEN = re.compile(rb"[^ \t\n\v\f\r]+")
@@ -41,7 +45,12 @@ def read_record(cur, holder):
     if cur.pos >= len(data):
         return None
     key_pos = cur.pos
-    match = _TOKEN.match(data, key_pos)
+    match = token_match(cur, key_pos, "key")
+    if match.group().startswith(UTF8_BOM):
+        raise KaldiError("Invalid archive: the key at byte %d of %s starts with a UTF-8 "
+                         "byte-order mark (bytes EF BB BF), which Kaldi would keep in the key; "
+                         "save the file without one" % (cur.base + key_pos,
+                                                        streams.printable(cur.name)))
     key = decode_token(match.group(), cur, key_pos)
     cur.pos = match.end()
     control = _CONTROL.search(match.group())
@@ -100,6 +109,64 @@ def iter_archive(data, start, name, holder, permissive=False, base=0):
         if record is None:
             return
         yield record
+
+
+def iter_archive_stream(stream, name, holder, permissive=False, base=0, pending=b"",
+                        chunk_bytes=streams.CHUNK_BYTES):
+    """``iter_archive`` of a binary stream parsed while it arrives (Kaldi's
+    SequentialTableReader on a pipe): memory holds the unparsed tail and one read. A record
+    cut by the end of what has arrived is parsed again with more input, until EOF or until
+    the same failure persists for ``MAX_LIST_LINE_BYTES`` more bytes (``lines.parse_growing``):
+    an endless key or line is an error, not a read without end. ``pending``: bytes already
+    taken from the stream; ``base``: the stream's offset in its file, for messages;
+    ``chunk_bytes``: the size of one read (doubled while one record needs more)."""
+    data, pos, state, eof = bytes(pending), 0, [], False
+
+    def record_at(data):
+        cur = ByteCursor(data, pos, name)
+        cur.base = base
+        return read_record(cur, holder), cur.pos
+
+    while True:
+        try:
+            done = parse_growing(data, record_at, eof, state)
+        except KaldiError as err:
+            if not permissive:
+                raise
+            codec.warn("Stopped reading archive %s after an error (permissive mode): %s" % (
+                streams.printable(name), err))
+            return
+        if done is not None:
+            if done[0] is None:          # only whitespace left, at EOF
+                return
+            (key, value, key_pos), pos = done
+            state = []
+            yield key, value, base + key_pos
+            continue
+        block = stream.read(max(chunk_bytes, len(data) - pos))
+        eof = not block
+        base += pos
+        data, pos = data[pos:] + block, 0
+
+
+def iter_archive_source(rx, holder, permissive=False):
+    """``(key, value, key_offset)`` of the archive ``rx``: a regular file mapped and parsed
+    (``iter_archive``), anything else parsed while it arrives (``iter_archive_stream``)."""
+    if regular_file(rx):
+        data, start = streams.read_all(rx)
+        try:
+            yield from iter_archive(data, start, rx, holder, permissive)
+        finally:
+            if hasattr(data, "close"):
+                try:
+                    data.close()
+                except BufferError:
+                    pass
+        return
+    kind, what = streams.classify_rxfilename(rx)
+    with streams.open_input(rx) as stream:
+        yield from iter_archive_stream(stream, rx, holder, permissive,
+                                       what[1] if kind == "offset" else 0)
 
 
 def new_rows(count, dim):
@@ -345,6 +412,18 @@ def fill_from(fd, view, have):
 
 def read_fv_stream(stream, name, ragged, permissive=False):
     """Float-vector archive from a pipe or stdin, parsed chunk by chunk while it is read."""
+    where = [0]
+    try:
+        return _read_fv_stream(stream, name, ragged, permissive, where)
+    except MemoryError:
+        # a record declaring more than the memory holds (2^31 floats on a pipe): Kaldi would
+        # try to read it as well; the ERROR names the archive and where its records stood
+        raise KaldiError("Out of memory reading archive %s (%d bytes of it parsed: a record "
+                         "there or the table does not fit)" % (streams.printable(name), where[0])
+                         ) from None
+
+
+def _read_fv_stream(stream, name, ragged, permissive, where):
     try:
         fd = stream.fileno()
     except (AttributeError, OSError, ValueError):
@@ -361,22 +440,24 @@ def read_fv_stream(stream, name, ragged, permissive=False):
     dim = fv_dim(buf, 0, have)
     if dim is None:
         view.release()
-        del buf[have:]
-        if not eof:
-            buf += streams.read_stream_fully(stream)
-        return read_fv_buffer(buf, 0, name, ragged, permissive)
+        if eof:
+            return read_fv_buffer(bytes(buf[:have]), 0, name, ragged, permissive)
+        return _finish_generic(iter_archive_stream(stream, name, HOLDERS["vector"], permissive,
+                                                   0, bytes(buf[:have])),
+                               name, [], None, ragged)
     rows = _Rows(dim, _STREAM_RESERVE // (4 * dim + 16))
     keys = []
     consumed = 0
     while True:
         stop, irregular = scan_fv_block(buf, 0, have, dim, rows, keys)
+        where[0] = consumed + stop
         if irregular or (eof and stop < have):
             view.release()
-            rest = buf[stop:have]
-            if not eof:
-                rest += streams.read_stream_fully(stream)
-            return _finish_generic(rest, 0, name, keys, rows.result(), ragged, consumed + stop,
-                                   permissive)
+            rest = bytes(buf[stop:have])
+            records = (iter_archive(rest, 0, name, HOLDERS["vector"], permissive, consumed + stop)
+                       if eof else iter_archive_stream(stream, name, HOLDERS["vector"],
+                                                       permissive, consumed + stop, rest))
+            return _finish_generic(records, name, keys, rows.result(), ragged)
         consumed += stop
         leftover = have - stop
         if eof:
@@ -395,20 +476,23 @@ def read_fv_buffer(data, start, name, ragged, permissive=False):
     """Float-vector archive from a whole buffer (an mmap of a file, or bytes)."""
     dim = fv_dim(data, start, len(data))
     if dim is None:
-        return _finish_generic(data, start, name, [], None, ragged, 0, permissive)
+        return _finish_generic(iter_archive(data, start, name, HOLDERS["vector"], permissive),
+                               name, [], None, ragged)
     rows = _Rows(dim, (len(data) - start) // (12 + 4 * dim) + 1)
     keys = []
     stop, _ = scan_fv_block(data, start, len(data), dim, rows, keys)
     X = rows.result()
     if _WS.match(data, stop).end() >= len(data):
         return keys, X
-    return _finish_generic(data, stop, name, keys, X, ragged, 0, permissive)
+    return _finish_generic(iter_archive(data, stop, name, HOLDERS["vector"], permissive),
+                           name, keys, X, ragged)
 
 
-def _finish_generic(data, start, name, keys, X, ragged, base=0, permissive=False):
-    """Parse the rest of an archive record by record and append it to (keys, X)."""
+def _finish_generic(records, name, keys, X, ragged):
+    """The rest of an archive (``records``: ``iter_archive`` or ``iter_archive_stream``)
+    appended to (keys, X)."""
     more_keys, more_rows = [], []
-    for key, value, _ in iter_archive(data, start, name, HOLDERS["vector"], permissive, base):
+    for key, value, _ in records:
         more_keys.append(key)
         more_rows.append(value)
     if X is None or X.shape[0] == 0:

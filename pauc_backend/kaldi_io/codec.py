@@ -4,6 +4,12 @@ Readers take a ``ByteCursor`` (what ``read_object`` hands to a reader function):
 in-memory buffer with the input's name, so every error names the file and the byte offset.
 Writers take any binary writable stream. Text numbers are written as C++ ostream precision 7
 (``%.7g`` of the value promoted to double), which reproduces Kaldi byte for byte.
+
+Text is bounded as in ``lines``: a token (a key, ``<Plda>``, a number) at most
+``MAX_LINE_BYTES``, a text vector or a matrix row at most ``MAX_LIST_LINE_BYTES``. An object read
+from anything but a regular file (a pipe, standard input, a device or FIFO) is read as it
+arrives and parsed on the way (``read_growing``), so an endless input is an error once the
+bounds are passed rather than a read without end.
 """
 
 import os
@@ -15,11 +21,14 @@ import numpy as np
 
 from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import streams
+from pauc_backend.kaldi_io.lines import (MAX_LINE_BYTES, MAX_LIST_LINE_BYTES, parse_growing,
+                                        regular_file)
 
 WHITESPACE = b" \t\n\v\f\r"
 _WS = re.compile(rb"[ \t\n\v\f\r]*")
-_TOKEN = re.compile(rb"[^ \t\n\v\f\r]+")
-_INT = re.compile(rb"[-+]?[0-9]+")
+# a token, or the first MAX_LINE_BYTES + 1 bytes of a longer one (see token_match)
+_TOKEN = re.compile(rb"[^ \t\n\v\f\r]{1,%d}" % (MAX_LINE_BYTES + 1))
+_INT = re.compile(rb"[-+]?[0-9]{1,20}")      # more digits never fit in int32
 _BAD_START = re.compile(rb"(?:^|[ \t\v\f])[^- \t\v\f0-9]")
 _BINARY_HEADER = b"\0B"
 
@@ -67,6 +76,18 @@ def show(token, limit=40):
     return text if text.isprintable() else repr(bytes(token[:limit]))
 
 
+def token_match(cur, pos=None, what="token"):
+    """The regex match of the token at ``pos`` (default ``cur.pos``), None at end of input; a
+    token longer than ``MAX_LINE_BYTES`` (no whitespace for a megabyte: binary data, an endless
+    line) is a KaldiError."""
+    pos = cur.pos if pos is None else pos
+    match = _TOKEN.match(cur.data, pos)
+    if match is not None and match.end() - pos > MAX_LINE_BYTES:
+        raise cur.error("Failed to read %s: longer than %d MiB (binary data or an endless line "
+                        "where text was expected?)" % (what, MAX_LINE_BYTES >> 20), pos)
+    return match
+
+
 def _cursor(f):
     if isinstance(f, ByteCursor):
         return f
@@ -98,7 +119,7 @@ def read_token(f, binary):
     """ReadToken: skip whitespace, read a token, consume the one whitespace character after it."""
     cur = _cursor(f)
     cur.skip_whitespace()
-    match = _TOKEN.match(cur.data, cur.pos)
+    match = token_match(cur)
     if match is None:
         raise cur.error("Failed to read token: end of input")
     end = match.end()
@@ -123,7 +144,7 @@ def peek_token(f, binary):
     """The next token without consuming it (or "" at end of input)."""
     cur = _cursor(f)
     pos = _WS.match(cur.data, cur.pos).end()
-    match = _TOKEN.match(cur.data, pos)
+    match = token_match(cur, pos)
     return match.group().decode(errors="replace") if match else ""
 
 
@@ -149,12 +170,12 @@ def read_int32(f, binary):
     cur.skip_whitespace()
     match = _INT.match(cur.data, cur.pos)
     if match is None:
-        token = _TOKEN.match(cur.data, cur.pos)
+        token = token_match(cur, what="int32")
         raise cur.error("Failed to read int32: got %s" % (
             show(token.group()) if token else "end of input"))
     value = int(match.group())
-    if not -2 ** 31 <= value < 2 ** 31:
-        raise cur.error("Integer %d does not fit in int32" % value)
+    if not -2 ** 31 <= value < 2 ** 31 or cur.data[match.end():match.end() + 1].isdigit():
+        raise cur.error("Integer %s does not fit in int32" % show(token_match(cur).group()))
     cur.pos = match.end()
     return value
 
@@ -182,7 +203,7 @@ def read_float(f, binary):
             return struct.unpack("<d", cur.data[start + 1:start + 9])[0]
         raise cur.error("Failed to read float: expected size byte 4 or 8, got %r" % size)
     cur.skip_whitespace()
-    match = _TOKEN.match(cur.data, cur.pos)
+    match = token_match(cur, what="float")
     try:
         if b"_" in match.group():  # Python's float takes "1_0" as 10; C++ streams do not
             raise ValueError(match.group())
@@ -314,7 +335,7 @@ def _parse_numbers(cur, body, start, what):
 def _text_open_bracket(cur, what):
     start = cur.pos
     cur.skip_whitespace()
-    match = _TOKEN.match(cur.data, cur.pos)
+    match = token_match(cur, what=what)
     if match is None:
         raise cur.error("Failed to read %s: end of input" % what, start)
     token = match.group()
@@ -326,10 +347,25 @@ def _text_open_bracket(cur, what):
         raise cur.error('Failed to read %s: expected "[" but got %s' % (what, show(token)),
                         cur.pos)
     cur.pos = match.end()
-    close = cur.data.find(b"]", cur.pos)
-    if close < 0:
-        raise cur.error("Failed to read %s: end of input before ']'" % what, start)
-    return close
+    limit = cur.pos + MAX_LIST_LINE_BYTES + 1
+    close = cur.data.find(b"]", cur.pos, limit)
+    if close >= 0:
+        return close
+    if what == "vector" and len(cur.data) >= limit:
+        raise cur.error("Failed to read vector: no ']' within %d MiB of its '[' (the longest "
+                        "text vector)" % (MAX_LIST_LINE_BYTES >> 20), start)
+    if what == "matrix":      # rows end at newlines: the last one read must not be endless
+        close = cur.data.find(b"]", limit)
+        end = len(cur.data) if close < 0 else close
+        row = max(cur.data.rfind(b"\n", cur.pos, end), cur.data.rfind(b";", cur.pos, end))
+        if end - max(row, cur.pos) > MAX_LIST_LINE_BYTES:
+            raise cur.error("Failed to read matrix: a row longer than %d MiB (no newline)" % (
+                MAX_LIST_LINE_BYTES >> 20), start)
+        if close >= 0:
+            return close
+        raise cur.error("Failed to read matrix: end of input before ']' (%d bytes after '[')"
+                        % (len(cur.data) - cur.pos), start)
+    raise cur.error("Failed to read %s: end of input before ']'" % what, start)
 
 
 def _eat_newline(cur):
@@ -484,14 +520,55 @@ def read_binary_header(cur):
 
 
 def read_object(rx, reader_fn):
-    """ReadKaldiObject: open ``rx``, detect binary/text from ``\\0B``; reader_fn(f, binary)."""
-    data, start = streams.read_all(rx)
-    cur = ByteCursor(data, start, "" if rx is None else os.fspath(rx))
-    binary = read_binary_header(cur)
+    """ReadKaldiObject: open ``rx``, detect binary/text from ``\\0B``; reader_fn(f, binary).
+    A regular file is mapped; anything else is read only as far as the object goes
+    (``read_growing``), as Kaldi reads it."""
+    name = "" if rx is None else os.fspath(rx)
+    parse = object_parser(reader_fn)
     try:
-        return reader_fn(cur, binary)
-    except (struct.error, IndexError) as err:
-        raise cur.error("Failed to read object: %s" % err) from None
+        if not regular_file(name):
+            return read_growing(name, parse)
+        data, start = streams.read_all(name)
+        return parse(ByteCursor(data, start, name))
+    except MemoryError:
+        raise KaldiError("Out of memory reading %s (the object it declares does not fit)"
+                         % streams.printable(name)) from None
+
+
+def object_parser(reader_fn):
+    """``parse(cur)`` of a whole object: the binary header, then ``reader_fn(cur, binary)``."""
+    def parse(cur):
+        binary = read_binary_header(cur)
+        try:
+            return reader_fn(cur, binary)
+        except (struct.error, IndexError) as err:
+            raise cur.error("Failed to read object: %s" % err) from None
+    return parse
+
+
+def read_growing(rx, parse, key=None, chunk_bytes=streams.CHUNK_BYTES):
+    """The object at the start of a stream (a pipe, standard input, a device or FIFO), read in
+    doubling pieces until ``parse(cur)`` succeeds on it (see ``parse_growing``); the rest of
+    the input is not read (a pipe's writer then gets SIGPIPE, as under Kaldi)."""
+    name = "" if rx is None else os.fspath(rx)
+    state, blocks, size = [], [], 0
+    kind, what = streams.classify_rxfilename(name)
+    base = what[1] if kind == "offset" else 0      # messages give offsets in the file
+
+    def attempt(data):
+        cur = ByteCursor(data, 0, name, key, base)
+        return parse(cur), cur.pos
+
+    with streams.open_input(name) as stream:
+        while True:
+            block = stream.read(max(chunk_bytes, size))
+            blocks.append(block)
+            size += len(block)
+            data = b"".join(blocks)
+            blocks = [data]
+            done = parse_growing(data, attempt, not block, state)
+            if done is not None:
+                return done[0]
 
 
 def write_object(wx, binary, writer_fn):

@@ -13,8 +13,8 @@ import numpy as np
 
 from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import codec, streams
+from pauc_backend.kaldi_io.lines import MAX_LIST_LINE_BYTES
 
-_TOKEN = re.compile(rb"[^ \t\n\v\f\r]+")
 _BLANKS = re.compile(rb"[ \t\v\f\r]*")
 
 # -- holders -------------------------------------------------------------------------------------
@@ -104,7 +104,7 @@ class _TokenHolder(_Holder):
 
     def read(self, cur):
         cur.skip_whitespace()
-        match = _TOKEN.match(cur.data, cur.pos)
+        match = codec.token_match(cur)
         if match is None:
             raise cur.error("Failed to read token: end of input")
         cur.pos = match.end()
@@ -121,7 +121,10 @@ class _TokenVectorHolder(_Holder):
     name = "token_vector"
 
     def read(self, cur):
-        end = cur.data.find(b"\n", cur.pos)
+        end = cur.data.find(b"\n", cur.pos, cur.pos + MAX_LIST_LINE_BYTES + 1)
+        if end < 0 and len(cur.data) - cur.pos > MAX_LIST_LINE_BYTES:
+            raise cur.error("Failed to read token_vector: a line longer than %d MiB (an endless "
+                            "line?)" % (MAX_LIST_LINE_BYTES >> 20))
         end = len(cur.data) if end < 0 else end
         line = bytes(cur.data[cur.pos:end])
         start = cur.pos
@@ -163,13 +166,15 @@ def decode_token(raw, cur, pos):
 
 
 def check_token(token, what="key"):
-    """Kaldi's IsToken: non-empty, no whitespace, no control characters."""
-    if not isinstance(token, str) or not token or any(
-            c.isspace() or ord(c) < 32 or ord(c) == 127 for c in token):
-        raise KaldiError("Invalid %s %r: must be non-empty, without whitespace" % (what, token))
+    """Kaldi's IsToken (util/text-utils.cc): non-empty, no ASCII whitespace, no ASCII control
+    character. Like Kaldi, other characters (also Unicode spaces such as U+00A0) are part of
+    the token: every reader here splits lines at ASCII whitespace only, as Kaldi does."""
+    if not isinstance(token, str) or not token or _BAD_KEY_CHAR.search(token):
+        raise KaldiError("Invalid %s %r: must be non-empty, without whitespace or control "
+                         "characters" % (what, token))
 
 
-_BAD_KEY_CHAR = re.compile(r"[\s\x00-\x1f\x7f]")
+_BAD_KEY_CHAR = re.compile(r"[\x00-\x20\x7f]")
 
 
 def check_keys(keys):

@@ -1,12 +1,19 @@
 """Keys of one column of keyed line files (key1 or key2) mapped once each to an integer id
 (``KeyIndex``), and the two indices shared by every table of one join (``KeySpace``); see
 ``kaldi_io.keyed`` for the join built on them. Keys are hashed from their 8-byte words with a
-direct-mapped table in front of a binary search, vectorised for keys up to 48 bytes."""
+direct-mapped table in front of a binary search, vectorised for keys up to 48 bytes.
+
+Memory per key (what bounds a keyed join whatever the key layout, issue 26 item 9): its bytes in
+one buffer, an 8-byte end offset, its 8-byte words and three 8-byte search arrays: about 60
+bytes plus the key, not the ~250 of a dict entry, a bytes object and an int object per key (a
+list of a million keys each in ten trials took 32 bytes a trial). The dict of the keys is built
+only for what the vectorised path leaves to it (keys over 48 bytes, equal 64-bit hashes)."""
 
 import itertools
 
 import numpy as np
 
+from pauc_backend.kaldi_io import _memory
 from pauc_backend.kaldi_io.lines import LOW_BYTES as _LOW_BYTES
 from pauc_backend.kaldi_io.lines import byte_words as _words
 
@@ -54,6 +61,17 @@ def _runs_differ(words):
     return differ
 
 
+def _inserted(values, at, new):
+    """``np.insert(values, at, new)`` (``at`` ascending) into a fresh mapped array."""
+    out = _memory.fresh_array(values.size + new.size, values.dtype)
+    spots = at + np.arange(new.size)
+    rest = np.ones(out.size, dtype=bool)
+    rest[spots] = False
+    out[spots] = new
+    out[rest] = values
+    return out
+
+
 class KeyIndex:
     """Integer ids of the keys (bytes) of one column, in order of first appearance.
 
@@ -63,43 +81,97 @@ class KeyIndex:
     the keys, so ids are always exact)."""
 
     def __init__(self):
-        self.ids = {}
-        self.keys = []
+        self._blob = bytearray()                 # the keys' bytes, one after the other
+        self._ends = _memory.GrowingArray(np.int64)
+        self._dict = None                        # {key: id}, built when first needed
         self._words = np.zeros((1, 0), dtype=np.uint64)       # (w, num keys)
+        self._word_buf = self._hash_buf = None   # the same with room to grow
         self._sorted = np.zeros(0, dtype=np.uint64)
         self._order = np.zeros(0, dtype=np.int64)
         self._hashes = self._slots = None
+        self._distinct = True
 
     def __len__(self):
-        return len(self.keys)
+        return self._ends.size
+
+    def key(self, key_id):
+        """The bytes of key ``key_id``."""
+        ends = self._ends.array()
+        return bytes(self._blob[(int(ends[key_id - 1]) if key_id else 0):int(ends[key_id])])
+
+    @property
+    def keys(self):
+        """Every key (bytes) in id order (a list made on each call: for small indices)."""
+        return [self.key(i) for i in range(len(self))]
+
+    @property
+    def ids(self):
+        """``{key: id}`` of every key, built on first use and kept up to date."""
+        if self._dict is None:
+            self._dict = {key: i for i, key in enumerate(self.keys)}
+        return self._dict
 
     def _add_keys(self, keys):
-        """Append new keys (bytes) and rebuild the hash search arrays."""
-        for key in keys:
-            self.ids[key] = len(self.keys)
-            self.keys.append(key)
-        width = max(1, max((-(-len(k) // 8) for k in self.keys), default=1))
-        known = self._words.shape[1]
-        words = np.zeros((width, len(self.keys)), dtype=np.uint64)
-        words[:self._words.shape[0], :known] = self._words
-        for row, key in enumerate(self.keys[known:], known):
-            padded = key + b"\0" * (8 * width - len(key))
-            words[:, row] = np.frombuffer(padded, dtype="<u8")
-        self._words = words
-        codes = _hash_words(words.T)
-        self._order = np.argsort(codes, kind="stable")
-        self._sorted = codes[self._order]
-        self._distinct = bool((self._sorted[1:] != self._sorted[:-1]).all())
+        """Append new keys (bytes) and update the search arrays in place: words and hashes of
+        the new keys only (into arrays of doubling capacity), the sorted hashes merged, the
+        slots of the new keys set (all slots again only when the table grows), so adding keys
+        chunk by chunk neither rehashes every key nor churns the memory."""
+        if not keys:
+            return
+        known = len(self)
+        if self._dict is not None:
+            for row, key in enumerate(keys, known):
+                self._dict[key] = row
+        self._ends.append(len(self._blob) + np.cumsum([len(k) for k in keys], dtype=np.int64))
+        self._blob += b"".join(keys)
+        size = len(self)
+        width = max(1, self._words.shape[0], -(-max(len(k) for k in keys) // 8))
+        buf = self._word_buf
+        if buf is None or buf.shape[0] != width or size > buf.shape[1]:
+            capacity = max(size, 2 * known, 1024)     # unused room costs no memory
+            grown = _memory.lazy_array((width, capacity), np.uint64)
+            grown[:self._words.shape[0], :known] = self._words
+            hashes = _memory.lazy_array(capacity, np.uint64)
+            hashes[:known] = self._hashes if known else hashes[:0]
+            self._word_buf, self._hash_buf = grown, hashes
+        new = self._word_buf[:, known:size]
+        for row, key in enumerate(keys):
+            new[:, row] = np.frombuffer(key + b"\0" * (8 * width - len(key)), dtype="<u8")
+        self._words = self._word_buf[:, :size]
+        codes = _hash_words(new.T)
+        self._hash_buf[known:size] = codes
+        self._hashes = self._hash_buf[:size]
+        order = np.argsort(codes, kind="stable")
+        at = np.searchsorted(self._sorted, codes[order])
+        same = at < self._sorted.size
+        same[same] = self._sorted[at[same]] == codes[order][same]
+        self._distinct = bool(self._distinct and not same.any()
+                              and (np.diff(codes[order]) != 0).all())
+        self._sorted = _inserted(self._sorted, at, codes[order])
+        self._order = _inserted(self._order, at, known + order)
         # a direct-mapped table on the hash's top bits: the key id where one key owns the
         # slot, -2 where several do (those rows take the binary search), -1 where none does
-        bits = max(10, min(22, int(len(self.keys)).bit_length() + 5))
-        self._hashes, self._shift = codes, np.uint64(64 - bits)
+        bits = max(10, min(22, int(size).bit_length() + 5))
+        if self._slots is None or bits != 64 - int(self._shift) or size >= 2 ** 31:
+            self._shift = np.uint64(64 - bits)
+            self._slots = np.full(1 << bits, -1, dtype=np.int32 if size < 2 ** 31
+                                  else np.int64)
+            self._set_slots(self._hashes, 0)
+        else:
+            self._set_slots(codes, known)
+
+    def _set_slots(self, codes, first_id):
+        """Enter keys ``first_id, first_id + 1, ...`` (hashes ``codes``) into the slots."""
         slot = (codes * _SEED) >> self._shift        # Fibonacci hashing: top bits of all bits
-        self._slots = np.full(1 << bits, -1, dtype=np.int32 if len(self.keys) < 2 ** 31
-                              else np.int64)
-        self._slots[slot] = np.arange(slot.size)
-        count = np.bincount(slot.astype(np.int64), minlength=1 << bits)
-        self._slots[count > 1] = -2
+        order = np.argsort(slot, kind="stable")
+        ordered = slot[order]
+        alone = np.ones(slot.size, dtype=bool)       # the only new key of its slot
+        repeat = ordered[1:] == ordered[:-1]
+        alone[order[1:][repeat]] = False
+        alone[order[:-1][repeat]] = False
+        alone &= self._slots[slot] == -1
+        self._slots[slot] = -2
+        self._slots[slot[alone]] = first_id + np.flatnonzero(alone)
 
     def lookup_chunk(self, chunk, index, add=False):
         """Ids of field ``index`` of a FieldChunk (see ``lookup``), read from its buffer."""
@@ -114,18 +186,15 @@ class KeyIndex:
             ids = self.lookup_chunk(_Heads(chunk, index, heads), 0, add)
             return np.repeat(ids, np.diff(np.append(heads, starts.size)))
         ids = self._find(words)
+        if ids is None:                      # equal hashes: the dict decides
+            return self.lookup(chunk.tokens(index), add)
         if add and (ids < 0).any():
+            # -1: a hash no known key has, so a new key; one per distinct hash (two new keys
+            # of one hash make the second _find below fail over to the dict)
             missing = np.flatnonzero(ids < 0)
             _, first = np.unique(_hash_words(words[:, missing].T), return_index=True)
-            new = []
-            for row in missing[np.sort(first)].tolist():
-                key = bytes(chunk.buf[starts[row]:starts[row] + lengths[row]])
-                if key in self.ids:          # same hash as a known key: use the dict
-                    return self.lookup(chunk.tokens(index), add)
-                new.append(key)
-            if len(set(new)) < len(new):     # two new keys share a hash
-                return self.lookup(chunk.tokens(index), add)
-            self._add_keys(new)
+            self._add_keys([bytes(chunk.buf[starts[row]:starts[row] + lengths[row]])
+                            for row in missing[np.sort(first)].tolist()])
             ids = self._find(words)
         if ids is None:
             return self.lookup(chunk.tokens(index), add)
@@ -182,7 +251,7 @@ class KeyIndex:
         return rows
 
     def text(self, key_id):
-        return self.keys[key_id].decode("utf-8", "replace")
+        return self.key(key_id).decode("utf-8", "replace")
 
 
 class _Heads:

@@ -133,6 +133,15 @@ class PairTable:
     def read(cls, rx, keys, kind="score", noun=None, singular=None, what=None):
         """Stream ``rx`` into a table; ``kind``: "label" (target|nontarget or 1|0), "score"
         (float) or "token" (any word, mapped to ids of ``table.value_index``)."""
+        try:
+            return cls._read(rx, keys, kind, noun, singular, what)
+        except MemoryError:
+            raise KaldiError("Out of memory reading %s (%d distinct first and %d second keys "
+                             "so far)" % (streams.printable(rx), len(keys.first),
+                                          len(keys.second))) from None
+
+    @classmethod
+    def _read(cls, rx, keys, kind, noun, singular, what):
         noun = noun or ("trials" if kind == "label" else "scores")
         singular = singular or noun.rstrip("s")
         what = what or ("trials file" if kind == "label" else "scores file")
@@ -155,17 +164,21 @@ class PairTable:
                               value_index.lookup(chunk.tokens(2), add=True).astype(np.int32))
         if len(keys.first) >= _MAX_ID1:
             raise KaldiError("Too many distinct first keys in %s (%d)" % (rx, len(keys.first)))
+        # In code order. Nothing is copied when the file already is (a list in the order of
+        # its trials, as the scoring tools write it); otherwise labels sort in place and a
+        # score or token table takes its order once: 32 bytes a line at the peak, each
+        # unsorted array freed as soon as its sorted copy exists (the names hold the only
+        # references to the growing buffers' memory).
         codes = codes.array()
-        if kind == "label":
-            if not _ascending(codes):            # a sorted list is often already in order
+        values = None if kind == "label" else values.array()
+        if not _ascending(codes):
+            if values is None:
                 codes.sort()
-            values = None
-        else:
-            values = values.array()
-            order = np.argsort(codes)
-            codes = codes[order]
-            values = values[order]
-            del order
+            else:
+                order = np.argsort(codes)
+                codes = codes[order]
+                values = values[order]
+                del order
         table = cls(rx, keys, codes, values, kind, noun, singular, what, 3)
         table.value_index = value_index
         table._check_unique()
@@ -184,6 +197,16 @@ class PairTable:
         table._arrays = (np.asarray(key1), np.asarray(key2))
         table._check_unique()
         return table
+
+    @property
+    def num_rows(self):
+        """The size of the row space that ``find`` returns indices into."""
+        return len(self)
+
+    def unmatched(self, matched):
+        """(count, an example pair) of the rows not ``matched`` by the base."""
+        rows = np.flatnonzero(~matched)
+        return rows.size, (self.keys.pair_text(self.pair_code(rows[0])) if rows.size else None)
 
     def pair_codes(self):
         return self._codes >> self.shift
@@ -236,6 +259,80 @@ class PairTable:
         if self.kind == "label":
             return (self._codes[rows] & np.uint64(1)).astype(bool)
         return self._values[rows]
+
+
+class AlignedScores:
+    """A scores file held as a column of a label table: its score for each trial (float64, 8
+    bytes a trial, plus 1 saying it is there), found through the trials' own codes. Half of a
+    table of its own (codes and values: 16 bytes a line, and a sort unless the file is in
+    pair order), for the joins that have the trials anyway (train-calibration's fusion). Lines
+    whose pair is no trial are counted for the WARNING, as a table's unmatched rows are; a
+    pair of a trial listed twice is an error naming both lines."""
+
+    kind = "score"
+
+    def __init__(self, name, trials, values, present, outside, noun, what):
+        self.name, self.keys, self.trials = name, trials.keys, trials
+        self.noun, self.singular, self.what = noun, noun.rstrip("s"), what
+        self._values, self._present, self._outside = values, present, outside
+
+    @classmethod
+    def read(cls, rx, trials, noun="scores", what="scores file"):
+        keys = trials.keys
+        values = _memory.fresh_array(len(trials), np.float64)
+        present = np.zeros(len(trials), dtype=bool)
+        outside = [0, None]       # lines whose pair is no trial: count, the first pair
+        for chunk in iter_fields(rx, (3,), what):
+            ids1 = keys.first.lookup_chunk(chunk, 0)
+            ids2 = keys.second.lookup_chunk(chunk, 1)
+            known = (ids1 >= 0) & (ids2 >= 0)
+            rows = np.where(known, trials.find(keys.codes(np.maximum(ids1, 0),
+                                                          np.maximum(ids2, 0))), -1)
+            hit = np.flatnonzero(rows >= 0)
+            if hit.size < rows.size:
+                if outside[1] is None:
+                    line = int(np.flatnonzero(rows < 0)[0])
+                    outside[1] = "%s %s" % (chunk.token(0, line), chunk.token(1, line))
+                outside[0] += rows.size - hit.size
+            taken = rows[hit]
+            again = present[taken]
+            if again.any() or np.unique(taken).size < taken.size:
+                line = int(hit[np.flatnonzero(again)[0]]) if again.any() else int(
+                    hit[_first_repeat(taken)])
+                pair = "%s %s" % (chunk.token(0, line), chunk.token(1, line))
+                raise _duplicate_error(pair, rx, what, _lines_of(rx, what, pair, 3) or
+                                       [chunk.first_line + line])
+            values[taken] = chunk.floats(2)[hit]
+            present[taken] = True
+        return cls(rx, trials, values, present, outside, noun, what)
+
+    def __len__(self):
+        return int(np.count_nonzero(self._present)) + self._outside[0]
+
+    @property
+    def num_rows(self):
+        return len(self.trials)
+
+    def find(self, pair_codes):
+        rows = self.trials.find(pair_codes)
+        rows[rows >= 0] = np.where(self._present[rows[rows >= 0]], rows[rows >= 0], -1)
+        return rows
+
+    def values(self, rows):
+        return self._values[rows]
+
+    def unmatched(self, matched):
+        rows = np.flatnonzero(self._present & ~matched)
+        example = (self.keys.pair_text(self.trials.pair_code(rows[0])) if rows.size
+                   else self._outside[1])
+        return rows.size + self._outside[0], example
+
+
+def _first_repeat(values):
+    """Index of the first element of ``values`` equal to an earlier one."""
+    order = np.argsort(values, kind="stable")
+    same = np.flatnonzero(values[order][1:] == values[order][:-1])
+    return int(order[same + 1].min())
 
 
 def _ascending(values, step=1 << 22):
@@ -296,7 +393,7 @@ def iter_join(log, base, keys, tables, base_noun="scores", base_what="scores fil
     else:
         base_name = base
         chunks = iter_fields(base, (3,), base_what)
-    matched = [np.zeros(len(table), dtype=bool) for table in tables]
+    matched = [np.zeros(table.num_rows, dtype=bool) for table in tables]
     absent = [[0, None] for _ in tables]
     total = 0
     for chunk in chunks:
@@ -329,11 +426,9 @@ def iter_join(log, base, keys, tables, base_noun="scores", base_what="scores fil
                           [table.values(r[rows]) for table, r in zip(tables, found_rows)],
                           *((ids1[rows], ids2[rows]) if tables else ()))
     for t, table in enumerate(tables):
-        unmatched = np.flatnonzero(~matched[t])
-        if unmatched.size:
-            example = keys.pair_text(table.pair_code(unmatched[0]))
-            log.warning(_unmatched(unmatched.size, len(table), table, base_name, base_noun,
-                                   example))
+        count, example = table.unmatched(matched[t])
+        if count:
+            log.warning(_unmatched(count, len(table), table, base_name, base_noun, example))
         if absent[t][0]:
             log.warning(_unmatched(absent[t][0], total, _Side(base_noun, base_name),
                                    table.name, table.singular, absent[t][1]))
@@ -397,6 +492,28 @@ def join_columns(log, base, keys, tables, key_ids=False, **names):
     if key_ids:
         result += (tuple(column.array() for column in id_columns),)
     return result
+
+
+def join_score_matrix(log, base, keys, tables, **names):
+    """``join_columns`` with the base scores and every score table's values as the columns of
+    one float64 matrix (n, 1 + #score tables), filled chunk by chunk (no copy to stack them);
+    returns (matrix, [values of each other table, in order])."""
+    numeric = [table.kind == "score" for table in tables]
+    width = 1 + sum(numeric)
+    matrix = _memory.GrowingArray(np.float64)
+    others = [_memory.GrowingArray(_dtype_of(t)) for t, n in zip(tables, numeric) if not n]
+    for joined in iter_join(log, base, keys, tables, **names):
+        block = np.empty((joined.base.size, width))
+        block[:, 0] = joined.base
+        column, other = 1, iter(others)
+        for values, is_score in zip(joined.values, numeric):
+            if is_score:
+                block[:, column] = values
+                column += 1
+            else:
+                next(other).append(values)
+        matrix.append(block.ravel())
+    return matrix.array().reshape(-1, width), [column.array() for column in others]
 
 
 def _dtype_of(table):

@@ -32,6 +32,7 @@ from pauc_backend.kaldi_io import _memory, streams
 from pauc_backend.kaldi_io.lines import HIGH_BYTES as _HIGH_BYTES
 from pauc_backend.kaldi_io.lines import LOW_BYTES as _LOW_BYTES
 from pauc_backend.kaldi_io.lines import byte_words as _words
+from pauc_backend.kaldi_io.lines import iter_line_chunks
 
 __all__ = ["read_score_labels", "iter_score_labels", "parse_score_labels",
            "kaldi_string_to_float", "parse_decimal_tokens"]
@@ -453,7 +454,7 @@ def parse_score_labels(data, start=0):
 def iter_score_labels(rxfilename):
     """compute-eer's input streamed: ``(scores float32, is_target bool)`` per chunk of lines."""
     name = streams.printable(rxfilename)
-    for piece, first_line in streams.iter_line_chunks(rxfilename, _CHUNK_BYTES):
+    for piece, first_line in iter_line_chunks(rxfilename, _CHUNK_BYTES, what="scores file"):
         yield _parse_piece(piece, first_line, name)
 
 

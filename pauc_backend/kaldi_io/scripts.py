@@ -67,7 +67,7 @@ def parse_script(data, start, name, first_line=1):
 
 def read_script(rx):
     """The (key, rxfilename) pairs of a ``.scp`` file (ReadScriptFile); KaldiError on bad lines."""
-    data, start = streams.read_all(rx)
+    data, start = tokenizer.read_line_file(rx, what="script file")
     return parse_script(data, start, rx)
 
 
@@ -115,31 +115,38 @@ def parse_offset_script(data, start):
 
 
 class FileCache:
-    """Plain files opened by script entries (``a.ark:123``), mapped once each."""
+    """Plain files opened by script entries (``a.ark:123``), mapped once each; any other target
+    (a pipe ``cmd |``, a device, a FIFO) is read only as far as its object goes
+    (``codec.read_growing``), as Kaldi reads it."""
 
     def __init__(self):
         self.files = {}
 
     def load(self, rx):
+        """``(data, offset)`` of a regular file target (mapped once); KaldiError otherwise."""
         kind, what = streams.classify_rxfilename(rx)
-        if kind in ("file", "offset"):
-            path, offset = what if kind == "offset" else (what, 0)
-            if path not in self.files:
-                self.files[path] = streams.read_all(path)[0]
-            data = self.files[path]
-            if offset > len(data):
-                raise KaldiError("Failed to read '%s': offset %d is beyond the end of the file "
-                                 "(%d bytes)" % (rx, offset, len(data)))
-            return data, offset
-        return streams.read_all(rx)
+        if kind not in ("file", "offset") or not tokenizer.regular_file(rx):
+            raise KaldiError("Failed to read '%s': not a regular file" % rx)
+        path, offset = what if kind == "offset" else (what, 0)
+        if path not in self.files:
+            self.files[path] = streams.read_all(path)[0]
+        data = self.files[path]
+        if offset > len(data):
+            raise KaldiError("Failed to read '%s': offset %d is beyond the end of the file "
+                             "(%d bytes)" % (rx, offset, len(data)))
+        return data, offset
 
     def read_object(self, rx, holder, key):
+        def parse(cur):
+            try:
+                return holder.read(cur)
+            except (struct.error, IndexError, ValueError) as err:
+                raise cur.error("Failed to read %s: %s" % (holder.name, err)) from None
+
+        if not tokenizer.regular_file(rx):
+            return codec.read_growing(rx, parse, key)
         data, offset = self.load(rx)
-        cur = ByteCursor(data, offset, rx, key)
-        try:
-            return holder.read(cur)
-        except (struct.error, IndexError, ValueError) as err:
-            raise cur.error("Failed to read %s: %s" % (holder.name, err)) from None
+        return parse(ByteCursor(data, offset, rx, key))
 
     def close(self):
         for data in self.files.values():
@@ -181,7 +188,8 @@ def fv_at_offsets(keys, paths, offsets):
     single = isinstance(paths, str)
     unique = [paths] if single else sorted(set(paths))
     try:
-        if not len(keys) or any(streams.classify_rxfilename(p)[0] != "file" for p in unique):
+        if not len(keys) or any(streams.classify_rxfilename(p)[0] != "file"
+                                or not tokenizer.regular_file(p) for p in unique):
             return None
     except KaldiError:
         return None  # the per-entry reader reports it with the script and key

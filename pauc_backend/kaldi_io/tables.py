@@ -12,9 +12,10 @@ import numpy as np
 
 from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import commit, streams
-from pauc_backend.kaldi_io.archive import (FV_HEADER, iter_archive, read_fv_buffer,
+from pauc_backend.kaldi_io.archive import (FV_HEADER, iter_archive_source, read_fv_buffer,
                                            read_fv_stream, stack_vectors)
 from pauc_backend.kaldi_io.holders import HOLDERS, check_keys, check_token, get_holder
+from pauc_backend.kaldi_io.lines import MAX_LINE_BYTES, UTF8_BOM, read_line_file, regular_file
 from pauc_backend.kaldi_io.scripts import (FileCache, fv_at_offsets, iter_script,
                                            parse_offset_script, parse_script, read_script,
                                            split_targets)
@@ -37,17 +38,8 @@ class SequentialTableReader:
         if spec.kind == "scp":
             yield from iter_script(spec.filename, self.holder, spec.permissive)
             return
-        data, start = streams.read_all(spec.filename)
-        try:
-            for key, value, _ in iter_archive(data, start, spec.filename, self.holder,
-                                           spec.permissive):
-                yield key, value
-        finally:
-            if hasattr(data, "close"):
-                try:
-                    data.close()
-                except BufferError:
-                    pass
+        for key, value, _ in iter_archive_source(spec.filename, self.holder, spec.permissive):
+            yield key, value
 
     def close(self):
         pass
@@ -78,9 +70,8 @@ class RandomAccessTableReader:
         if self.spec.kind == "ark":
             if self._values is None:
                 values = {}
-                data, start = streams.read_all(self.spec.filename)
-                for key, value, _ in iter_archive(data, start, self.spec.filename, self.holder,
-                                               self.spec.permissive):
+                for key, value, _ in iter_archive_source(self.spec.filename, self.holder,
+                                                         self.spec.permissive):
                     if key in values:
                         raise KaldiError("Duplicate key '%s' in archive %s" % (
                             key, streams.printable(self.spec.filename)))
@@ -154,7 +145,7 @@ def read_vector_table(rspecifier, ragged=False):
     """
     spec = parse_rspecifier(rspecifier)
     if spec.kind == "scp":
-        data, start = streams.read_all(spec.filename)
+        data, start = read_line_file(spec.filename, what="script file")
         parsed = parse_offset_script(data, start)
         if parsed is not None:
             fast = fv_at_offsets(*parsed)
@@ -168,7 +159,7 @@ def read_vector_table(rspecifier, ragged=False):
                 return fast
         pairs = list(iter_script(spec.filename, HOLDERS["vector"], spec.permissive, entries))
         return stack_vectors([k for k, _ in pairs], [v for _, v in pairs], spec.filename, ragged)
-    if streams.classify_rxfilename(spec.filename)[0] in ("stdin", "pipe"):
+    if not regular_file(spec.filename):     # a pipe, stdin, a device: parsed as it arrives
         with streams.open_input(spec.filename) as stream:
             return read_fv_stream(stream, spec.filename, ragged, spec.permissive)
     data, start = streams.read_all(spec.filename)
@@ -186,8 +177,9 @@ def _canonical_token_table(rspecifier):
     """``{key: token}`` of a token table in a plain file whose every line is exactly
     ``key token\n`` (one space; the form of utt2spk files), checked with numpy and split in
     one go (1.28 M lines: ~1 s, against ~4 s record by record); None for anything else
-    (other whitespace or controls, other sources, invalid UTF-8, duplicates), which the record
-    parser then reads or rejects with its own message."""
+    (other whitespace or controls, other sources, invalid UTF-8, duplicates, a byte-order mark,
+    a line over MAX_LINE_BYTES), which the record parser then reads or rejects with its own
+    message."""
     spec = parse_rspecifier(rspecifier)
     if spec.kind != "ark" or spec.permissive or \
             streams.classify_rxfilename(spec.filename)[0] != "file":
@@ -197,14 +189,15 @@ def _canonical_token_table(rspecifier):
             data = stream.read()
     except OSError:
         return None
-    if not data.endswith(b"\n"):
+    if not data.endswith(b"\n") or data.startswith(UTF8_BOM):
         return None
     codes = np.frombuffer(data, np.uint8)
     ends = np.flatnonzero(codes == 10)
     spaces = np.flatnonzero(codes == 32)
     starts = np.concatenate([[0], ends[:-1] + 1])
     if (spaces.size != ends.size or ((codes < 32) | (codes == 127)).sum() != ends.size
-            or not ((spaces > starts) & (spaces < ends - 1)).all()):
+            or not ((spaces > starts) & (spaces < ends - 1)).all()
+            or (ends - starts).max() > MAX_LINE_BYTES):
         return None
     try:
         tokens = data.decode("utf-8").replace("\n", " ").split(" ")

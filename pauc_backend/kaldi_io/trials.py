@@ -15,20 +15,6 @@ _CHUNK_BYTES = 1 << 22
 _FIELD_HELP = {"trials file": "key1 key2 [target|nontarget|1|0]", "scores file": "key1 key2 score"}
 
 
-def _chunks(raw):
-    """Split ``raw`` at newlines into pieces of about _CHUNK_BYTES: (piece, first line number)."""
-    line = 1
-    start = 0
-    size = len(raw)
-    while start < size:
-        end = raw.find(b"\n", min(start + _CHUNK_BYTES, size) - 1)
-        end = size if end < 0 else end + 1
-        piece = raw[start:end]
-        yield piece, line
-        line += piece.count(b"\n")
-        start = end
-
-
 def _gather_str(codes, starts, ends, as_str=True):
     """The tokens codes[start:end] (uint8, ASCII) as one numpy array without Python objects:
     str ('U') or, with ``as_str=False``, bytes ('S')."""
@@ -106,11 +92,11 @@ def _scan_piece(piece, codes, first_line, allowed, num_fields, what, rx):
     return columns, num_fields
 
 
-def _scan(raw, allowed, what, rx):
+def _scan(rx, allowed, what):
     """First pass: per chunk, the token bounds of each column (validated field counts)."""
     chunks = []
     num_fields = None
-    for piece, first_line in _chunks(raw):
+    for piece, first_line in tokenizer.iter_line_chunks(rx, _CHUNK_BYTES, what=what):
         codes = np.frombuffer(piece, np.uint8)
         columns, num_fields = _scan_piece(piece, codes, first_line, allowed, num_fields, what,
                                           rx)
@@ -149,6 +135,10 @@ class FieldChunk:
         rest = np.flatnonzero(~ok)
         if rest.size:
             texts = _gather_str(self.buf, starts[rest], starts[rest] + lengths[rest], False)
+            if _suspect_numbers(texts.view(np.uint8)):
+                for row, text in zip(rest.tolist(), texts.tolist()):
+                    if _suspect_numbers(np.frombuffer(text, np.uint8)):
+                        raise _bad_score(text, self.first_line + row, self.rx)
             try:
                 values[rest] = texts.astype(np.float64)
             except ValueError:
@@ -156,9 +146,7 @@ class FieldChunk:
                     try:
                         float(text)
                     except ValueError:
-                        raise KaldiError("Bad score '%s' on line %d of %s" % (
-                            text.decode(errors="replace"), self.first_line + row,
-                            streams.printable(self.rx))) from None
+                        raise _bad_score(text, self.first_line + row, self.rx) from None
                 raise
         infinite = np.flatnonzero(np.isinf(values))
         if infinite.size:   # a number too large for a double (1e400), not a written inf
@@ -181,7 +169,7 @@ def iter_fields(rx, allowed, what, chunk_bytes=None):
     """
     num_fields = None
     first_line = 1
-    for piece, _ in streams.iter_line_chunks(rx, chunk_bytes or _CHUNK_BYTES, False):
+    for piece, _ in tokenizer.iter_line_chunks(rx, chunk_bytes or _CHUNK_BYTES, what=what):
         codes = np.frombuffer(piece, np.uint8)
         columns, num_fields = _scan_piece(piece, codes, first_line, allowed, num_fields, what,
                                           rx)
@@ -228,15 +216,15 @@ def _read_columns(rx, allowed, what, numeric_last=False):
     names the line. Two passes over chunks: numpy finds the token boundaries and checks the
     field counts, then each column is gathered straight into its final array.
     """
-    data, start = streams.read_all(rx)
-    raw = bytes(memoryview(data)[start:]) if not isinstance(data, bytes) else data[start:]
-    num_fields, chunks = _scan(raw, allowed, what, rx)
+    num_fields, chunks = _scan(rx, allowed, what)
     if not num_fields:
         return []
     columns = [_fill_column(chunks, i, True) for i in range(num_fields - 1)]
     if not numeric_last:
         return columns + [_fill_column(chunks, num_fields - 1, True)]
     texts = _fill_column(chunks, num_fields - 1, False)
+    if any(_suspect_numbers(codes) for codes, _ in chunks):
+        _check_numbers(texts, 1, rx)
     try:
         return columns + [texts.astype(np.float64)]
     except ValueError:
@@ -244,9 +232,32 @@ def _read_columns(rx, allowed, what, numeric_last=False):
             try:
                 float(value)
             except ValueError:
-                raise KaldiError("Bad score '%s' on line %d of %s" % (
-                    value.decode(errors="replace"), number, streams.printable(rx))) from None
+                raise _bad_score(value, number, rx) from None
         raise
+
+
+def _suspect_numbers(codes):
+    """Whether text (uint8) holds a byte that Python's ``float`` reads inside a number but C's
+    strtod does not: ``_`` (``1_000``) or a non-ASCII byte (Arabic-Indic or full-width digits)."""
+    return bool((codes == 95).any() or (codes >= 128).any())
+
+
+def _check_numbers(texts, first_line, rx, step=1 << 20):
+    """KaldiError for the first token of ``texts`` ('S' array, one per line from ``first_line``)
+    that only Python's ``float`` would read (see ``_suspect_numbers``)."""
+    width = texts.dtype.itemsize
+    for start in range(0, texts.size, step):
+        raw = texts[start:start + step].view(np.uint8).reshape(-1, width)
+        bad = np.flatnonzero(((raw == 95) | (raw >= 128)).any(axis=1))
+        if bad.size:
+            row = start + int(bad[0])
+            raise _bad_score(texts[row], first_line + row, rx)
+
+
+def _bad_score(text, line, rx):
+    return KaldiError("Bad score '%s' on line %d of %s: not a number (as C's strtod and Kaldi "
+                      "read numbers: digits, '.', an exponent, inf or nan)" % (
+                          text.decode(errors="replace"), line, streams.printable(rx)))
 
 
 def read_trials(rxfilename):

@@ -30,6 +30,7 @@ from pauc_backend.kaldi_io.archive import (FV_HEADER, fv_dim, gather_rows, read_
                                            scan_fv_block)
 from pauc_backend.kaldi_io.codec import ByteCursor
 from pauc_backend.kaldi_io.holders import HOLDERS
+from pauc_backend.kaldi_io.lines import MAX_LIST_LINE_BYTES, iter_line_chunks
 from pauc_backend.kaldi_io.scripts import (FileCache, parse_offset_script, parse_script,
                                           read_script_entry)
 from pauc_backend.kaldi_io.specifiers import parse_rspecifier
@@ -106,6 +107,7 @@ class _Input:
         self.consumed = 0
         self.eof = False
         self._pollable = True
+        self.failure = None      # (record offset, message) of a parse failure, bytes read then
 
     def _ready(self):
         """True if the descriptor has data now (so a pipe's chunk is not held back waiting)."""
@@ -230,7 +232,7 @@ def _generic_chunks(source, pos, name, permissive, state):
         try:
             record = read_record(cur, _VECTOR)
         except KaldiError as err:
-            if not source.eof:
+            if not source.eof and not _stuck(source, cur.base + start, err):
                 cur.pos = start
                 break           # maybe only cut by the buffer's end: read more first
             if not permissive:
@@ -255,22 +257,51 @@ def _generic_chunks(source, pos, name, permissive, state):
     state[0], state[1] = pos + cur.pos, stop
 
 
+def _stuck(source, offset, err):
+    """Whether the record at byte ``offset`` failed with ``err`` already, before the last
+    ``MAX_LIST_LINE_BYTES`` of input arrived: no bounded key or line can still complete it (an
+    endless line, binary data where text was expected), so ``err`` is final."""
+    read = source.consumed + source.have
+    failure = (offset, str(err))
+    if source.failure is None or source.failure[0] != failure:
+        source.failure = (failure, read)
+        return False
+    return read - source.failure[1] > MAX_LIST_LINE_BYTES
+
+
 def iter_archive_chunks(stream, name, permissive=False, chunk_bytes=CHUNK_BYTES, start=0):
     """Chunks of a float-vector archive read from a binary ``stream`` (see the module doc);
     ``start``: the stream's first byte's offset, for messages."""
     source = _Input(stream, chunk_bytes)
     source.consumed = start
+    where = [0]
+    try:
+        yield from _parse_archive(source, name, permissive, where)
+    except MemoryError:
+        # a record declaring more than the memory holds (a header of 2^31 floats on a pipe):
+        # Kaldi's reader would try to read it all as well; here the ERROR names it
+        pos = where[0]
+        key = _TOKEN.match(source.buf, pos, source.have)
+        raise KaldiError("Out of memory reading archive %s: the record at byte %d%s does not fit"
+                         % (streams.printable(name), source.consumed + pos,
+                            " (key '%s')" % key.group().decode("utf-8", "replace")[:200]
+                            if key else "")) from None
+
+
+def _parse_archive(source, name, permissive, where):
+    """iter_archive_chunks' loop; ``where[0]``: the buffer offset of the record being read."""
     rows = _Rows()
     pos = 0
     parsed_any = source.have == 0   # bytes the stream's buffer already held: parse them first
     while True:
         if parsed_any:
+            where[0] = pos
             source.refill(pos)
         parsed_any = True
-        pos = 0
+        pos = where[0] = 0
         buf, have = source.buf, source.have
         while True:
-            pos = _WS.match(buf, pos, have).end()
+            pos = where[0] = _WS.match(buf, pos, have).end()
             if pos >= have:
                 break
             count, key_len, dim = _fixed_run(buf, pos, have)
@@ -279,8 +310,11 @@ def iter_archive_chunks(stream, name, permissive=False, chunk_bytes=CHUNK_BYTES,
                 pos += count * (key_len + 11 + 4 * dim)
                 continue
             dim = fv_dim(buf, pos, have)
-            if dim is not None:
-                rows.reset(dim, (have - pos) // (12 + 4 * dim) + 1)
+            # rows for the whole records the buffer holds: none when the first is incomplete
+            # (a header may declare 2^31 floats; the record parser reports that one)
+            whole = (have - pos) // (12 + 4 * dim) if dim is not None else 0
+            if whole:
+                rows.reset(dim, whole)
                 keys = []
                 stop, irregular = scan_fv_block(buf, pos, have, dim, rows, keys)
                 if rows.n:
@@ -307,7 +341,7 @@ def iter_archive_chunks(stream, name, permissive=False, chunk_bytes=CHUNK_BYTES,
 
 def _script_pieces(rx):
     """(keys, targets) of a script, a chunk of lines at a time."""
-    for piece, line in streams.iter_line_chunks(rx, _SCRIPT_CHUNK):
+    for piece, line in iter_line_chunks(rx, _SCRIPT_CHUNK, what="script file"):
         parsed = parse_offset_script(piece, 0)
         if parsed is not None:
             keys, path, offsets = parsed
@@ -393,6 +427,8 @@ def iter_script_chunks(rx, permissive=False):
                 if X is not None:
                     yield VectorChunk(X, keys=keys)
                     continue
+            if offsets is not None:      # not FV records at those offsets: one by one
+                targets = ["%s:%d" % pair for pair in zip(targets, offsets.tolist())]
             chunk_keys, rows = [], []
             for key, target in zip(keys, targets):
                 value = read_script_entry(cache, target, _VECTOR, key, rx, permissive)

@@ -1,7 +1,10 @@
 """import-vectors (issue 19 item 4a): numpy and bracket-less text embeddings into Kaldi tables
 that the real Kaldi copy-vector reads, and one ERROR line naming the file and key otherwise."""
 
+import io
 import subprocess
+import warnings
+import zipfile
 
 import numpy as np
 import pytest
@@ -101,7 +104,26 @@ def _bad_inputs(folder, X):
                         ("inf.txt", text[:1] + ["x 1 2 3 4 5 inf"]),
                         ("brackets.txt", ["x  [ 1 2 ]"])):
         (folder / name).write_text("\n".join(lines) + "\n")
+    _hostile_npz(folder, X)
+    (folder / "latin1_list").write_bytes(b"u1\nu\xe92\nu3\nu4\nu5\n")
+    (folder / "mixed_list").write_text("id10270/x6uYqmx31kE/00001.wav\nu2\nu3\nu4\nu5\n")
     return {
+        # issue 26 items 4 and 6: an .npz that numpy would read wrongly or not at all
+        "npz member named twice": (["dup.npz"], "dup.npz holds two arrays named '%s' (members "
+                                                "'%s.npy' and '%s.npy'" % ((KEYS[1],) * 3)),
+        "npz members x and x.npy": (["dup2.npz"], "dup2.npz holds two arrays named 'emb'"),
+        "truncated npz": (["cut.npz"], "Cannot read cut.npz as an .npz archive: File is not a "
+                                       "zip file (a truncated or damaged .npz?)"),
+        "damaged npz member": (["bad_member.npz"], "Cannot read array 'emb' of bad_member.npz"),
+        "npz member declaring a huge array": (["huge_member.npz"],
+                                              "Out of memory reading array 'emb' of "
+                                              "huge_member.npz"),
+        "npz keys not UTF-8": (["latin1_keys.npz"], "Key 2 of array 'names' in latin1_keys.npz "
+                                                    "is not valid UTF-8"),
+        "key list not UTF-8": (["--keys=latin1_list", "e.npy"],
+                               "Line 2 of latin1_list is not valid UTF-8"),
+        "some keys VoxCeleb paths": (["--keys=mixed_list", "e.npy"],
+                                     "Key 'u2' (line 2 of mixed_list) is not a VoxCeleb path"),
         "npy without keys": (["e.npy"], "An .npy array has no keys: give them with --keys"),
         "key count mismatch": (["--keys=short_list", "e.npy"],
                                "3 keys in short_list but 5 vectors in e.npy"),
@@ -127,6 +149,38 @@ def _bad_inputs(folder, X):
     }
 
 
+def _npy_bytes(array):
+    out = io.BytesIO()
+    np.save(out, array)
+    return out.getvalue()
+
+
+def _hostile_npz(folder, X):
+    """.npz files numpy reads wrongly (a name twice: one array silently dropped) or fails on
+    with exceptions other than a clean error (truncated, damaged, absurd shape)."""
+    with zipfile.ZipFile(folder / "dup.npz", "w") as z, warnings.catch_warnings():
+        warnings.simplefilter("ignore")                   # zipfile's "Duplicate name"
+        for key, x in list(zip(KEYS, X)) + [(KEYS[1], X[0])]:
+            z.writestr(key + ".npy", _npy_bytes(x))
+    with zipfile.ZipFile(folder / "dup2.npz", "w") as z:
+        z.writestr("emb.npy", _npy_bytes(X))
+        z.writestr("emb", _npy_bytes(X[:2]))
+        z.writestr("keys.npy", _npy_bytes(np.array(KEYS)))
+    whole = (folder / "keys.npz").read_bytes()
+    (folder / "cut.npz").write_bytes(whole[:len(whole) // 2])
+    np.savez_compressed(folder / "packed.npz", emb=X, utts=np.array(KEYS))
+    damaged = bytearray((folder / "packed.npz").read_bytes())
+    damaged[60] ^= 0xFF                                   # inside the first member's data
+    (folder / "bad_member.npz").write_bytes(bytes(damaged))
+    header = _npy_bytes(np.zeros(1))
+    huge = header.replace(b"(1,)", b"(%d,)" % 10 ** 15)  # 8 PB declared, 8 bytes held
+    with zipfile.ZipFile(folder / "huge_member.npz", "w") as z:
+        z.writestr("emb.npy", huge)
+        z.writestr("utts.npy", _npy_bytes(np.array(KEYS[:1])))
+    np.savez(folder / "latin1_keys.npz", embs=X, names=np.array(
+        [k.encode("utf-8") if i != 1 else b"u\xe9" for i, k in enumerate(KEYS)]))
+
+
 def test_bad_input_is_one_error_naming_file_and_key_and_writes_nothing(tmp_path, vectors):
     cases = _bad_inputs(tmp_path, vectors)
     for name, (args, message) in cases.items():
@@ -143,3 +197,49 @@ def test_output_must_be_a_table(tmp_path, vectors):
     proc = run_tool("import-vectors", "e.txt", "out.ark", cwd=tmp_path)
     assert proc.returncode == 255 and b"Invalid wspecifier out.ark" in proc.stderr
     assert not (tmp_path / "out.ark").exists()
+
+
+def test_voxceleb_path_keys_become_the_keys_convert_voxceleb_trials_writes(tmp_path, vectors):
+    """Issue 28's first hour: embeddings listed by their VoxCeleb paths, the official list
+    converted with convert-voxceleb-trials, then scored: every trial finds both keys."""
+    paths = ["id10270/x6uYqmx31kE/00001.wav", "id10270/8jEAjG6SegY/00008.wav",
+             "/corpora/vox1/wav/id10271/1gtz-CUIygI/00002.wav", "id10271/abc/00003.wav",
+             "id10272/def/00001.wav"]
+    (tmp_path / "paths").write_text("".join(p + "\n" for p in paths))
+    np.save(tmp_path / "e.npy", vectors)
+    (tmp_path / "vox1_list").write_text(
+        "1 id10270/x6uYqmx31kE/00001.wav id10270/8jEAjG6SegY/00008.wav\n"
+        "0 id10270/x6uYqmx31kE/00001.wav id10271/1gtz-CUIygI/00002.wav\n"
+        "0 id10271/abc/00003.wav id10272/def/00001.wav\n")
+    proc = run_tool("import-vectors", "--keys=paths", "e.npy", "ark:x.ark", cwd=tmp_path)
+    log = proc.stderr.decode()
+    assert proc.returncode == 0, log
+    assert "Keys of paths are VoxCeleb paths" in log and \
+        "id10270/x6uYqmx31kE/00001.wav -> id10270-x6uYqmx31kE-00001" in log
+    keys, X = read_vector_table("ark:%s" % (tmp_path / "x.ark"))
+    assert keys == ["id10270-x6uYqmx31kE-00001", "id10270-8jEAjG6SegY-00008",
+                    "id10271-1gtz-CUIygI-00002", "id10271-abc-00003", "id10272-def-00001"]
+    assert np.array_equal(X, vectors.astype(np.float32))
+    run_tool("convert-voxceleb-trials", "vox1_list", "trials", cwd=tmp_path, check=True)
+    proc = run_tool("score-cosine-trials", "--normalize=true", "trials", "ark:x.ark",
+                    "ark:x.ark", "scores", cwd=tmp_path)
+    assert proc.returncode == 0 and b"Processed 3 trials, 0 had errors" in proc.stderr
+    assert b"WARNING" not in proc.stderr, proc.stderr
+    assert len((tmp_path / "scores").read_text().splitlines()) == 3
+    proc = run_tool("import-vectors", "--map-voxceleb-keys=false", "--keys=paths", "e.npy",
+                    "ark,t:-", cwd=tmp_path)
+    assert proc.returncode == 0 and b"VoxCeleb" not in proc.stderr
+    assert [line.split()[0] for line in proc.stdout.decode().splitlines()] == paths
+
+
+def test_byte_order_mark_and_unicode_spaces_in_text_inputs(tmp_path, vectors):
+    """A BOM (Windows editors, Python's utf-8-sig) is skipped with a LOG line; keys split at
+    ASCII whitespace only, so U+00A0 and U+2028 stay inside a key, as in Kaldi."""
+    keys = ["u\u00a0one", "u\u2028two", "three", "four", "five"]
+    (tmp_path / "keys").write_bytes(b"\xef\xbb\xbf" + "".join(
+        k + " extra field\n" for k in keys).encode())
+    np.save(tmp_path / "e.npy", vectors)
+    proc = run_tool("import-vectors", "--keys=keys", "e.npy", "ark:x.ark", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert b"Skipped the UTF-8 byte-order mark at the start of keys" in proc.stderr
+    assert read_vector_table("ark:%s" % (tmp_path / "x.ark"))[0] == keys

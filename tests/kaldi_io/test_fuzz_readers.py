@@ -14,9 +14,11 @@ from hypothesis import strategies as st
 import kaldi_reference as encoder
 import strict_reference as ref
 from pauc_backend.errors import KaldiError
-from pauc_backend.kaldi_io import (RandomAccessTableReader, SequentialTableReader, archive,
-                                   read_matrix, read_plda, read_script, read_vector,
-                                   read_vector_table, streams, write_matrix, write_plda)
+from pauc_backend.kaldi_io import (HOLDERS, RandomAccessTableReader, SequentialTableReader,
+                                   archive, codec, read_matrix, read_plda, read_script,
+                                   read_vector, read_vector_table, streams, write_matrix,
+                                   write_plda)
+from pauc_backend.kaldi_io.objects import read_plda_obj
 
 # Derandomised by the suite's "repeatable" profile (tests/conftest.py); for a fresh campaign run
 # python -m pytest tests/kaldi_io/test_fuzz_readers.py --hypothesis-profile=explore (repeatedly).
@@ -120,6 +122,13 @@ def vector_table_readers(path, expected):
         with open(path, "rb") as stream:
             return archive.read_fv_stream(stream, str(path), True)
     check_pairs(outcome(streamed), expected)
+
+    def arriving():      # a pipe delivering 5 bytes at a time (issue 26: parsed as it arrives)
+        with open(path, "rb") as stream:
+            records = list(archive.iter_archive_stream(stream, str(path), HOLDERS["vector"],
+                                                       chunk_bytes=5))
+        return [k for k, _, _ in records], [v for _, v, _ in records]
+    check_pairs(outcome(arriving), expected)
 
     def random_access():
         with RandomAccessTableReader(rs, "vector") as reader:
@@ -259,6 +268,8 @@ def objects(draw):
 
 READERS = {"vector": (read_vector, ref.vector), "matrix": (read_matrix, ref.matrix),
            "plda": (read_plda, None)}
+PARSERS = {"vector": codec.read_vector_obj, "matrix": codec.read_matrix_obj,
+           "plda": read_plda_obj}
 
 
 @FUZZ
@@ -276,8 +287,14 @@ def test_mutated_objects(obj):
     else:
         expected = reference_or_none(ref.single_object, raw, reference)
     got = outcome(reader, str(path))
+    # the same object from a pipe delivering 3 bytes at a time (issue 26: read as it arrives)
+    arriving = outcome(codec.read_growing, str(path), codec.object_parser(PARSERS[kind]), None,
+                       3)
+    assert arriving[0] == got[0], (raw, got, arriving)
     if got[0] == "error":
         return
+    assert all(same(a, g) for a, g in zip(arriving[1], got[1])) if kind == "plda" else \
+        same(arriving[1], got[1])
     assert expected is not None, "reader accepted what the reference rejects: %r" % (raw,)
     if kind == "plda":
         assert len(got[1]) == len(expected)

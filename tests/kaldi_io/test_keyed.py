@@ -205,3 +205,52 @@ def test_long_number_formats_decode_to_libc_strtof_bit_for_bit():
     scores, _ = numbers.parse_score_labels(data)
     expected = np.array([strtof(t, None) for t in tokens], dtype=np.float32)
     np.testing.assert_array_equal(scores[:-1].view(np.uint32), expected.view(np.uint32))
+
+
+@st.composite
+def two_systems(draw):
+    pairs, labels, rows = draw(trials_and_scores())
+    second = draw(st.lists(st.sampled_from(range(len(pairs))), unique=True))
+    strays = draw(st.lists(st.tuples(KEY, st.sampled_from(["x", "z"])), unique=True,
+                           max_size=3))
+    other = draw(st.permutations([(pairs[i], float(i)) for i in second]
+                                 + [(p, -1.0) for p in strays]))
+    return pairs, labels, rows, other
+
+
+@SETTINGS
+@given(case=two_systems())
+def test_fusion_join_equals_the_dictionary_reference_at_any_chunk_size(tmp_path, chunk_bytes,
+                                                                       case):
+    """read_joined_scores with two files (the second held as a column of the trials table,
+    issue 26 item 9): the rows of the first file whose pair is a trial scored by both, in the
+    first file's order, against plain dictionaries; one WARNING per side that has leftovers."""
+    from pauc_backend.kaldi_io.joined_scores import read_joined_scores
+    pairs, labels, rows, other = case
+    (tmp_path / "t").write_text("".join("%s %s %s\n" % (a, b, "target" if lab else "nontarget")
+                                        for (a, b), lab in zip(pairs, labels)))
+    (tmp_path / "a").write_text("".join("%s %s %r\n" % (a, b, s) for (a, b), s in rows))
+    (tmp_path / "b").write_text("".join("%s %s %r\n" % (a, b, s) for (a, b), s in other))
+    trial = dict(zip(pairs, labels))
+    second = dict(other)
+    kept = [(p, s) for p, s in rows if p in trial and p in second]
+    log = Log()
+    scores, is_target, num_trials = read_joined_scores(
+        log, [str(tmp_path / "a"), str(tmp_path / "b")], str(tmp_path / "t"))
+    assert num_trials == len(pairs)
+    assert scores.tolist() == [[s, second[p]] for p, s in kept]
+    assert is_target.tolist() == [trial[p] for p, _ in kept]
+    leftover_b = len(other) - len(kept)
+    warned = [m for level, m in log.lines if level == "WARNING"]
+    assert any(m.startswith("%d scores in %s" % (leftover_b, tmp_path / "b")) for m in warned) \
+        == (leftover_b > 0), warned
+
+
+def test_a_pair_twice_in_the_second_file_names_both_lines(tmp_path):
+    from pauc_backend.kaldi_io.joined_scores import read_joined_scores
+    (tmp_path / "t").write_text("a x target\nb x nontarget\na y nontarget\n")
+    (tmp_path / "a").write_text("a x 1\nb x 2\na y 3\n")
+    (tmp_path / "b").write_text("a y 1\nzz q 3\nb x 2\na y 4\n")
+    with pytest.raises(KaldiError, match=r"Duplicate key pair 'a y' .* \(lines 1 and 4\)"):
+        read_joined_scores(Log(), [str(tmp_path / "a"), str(tmp_path / "b")],
+                           str(tmp_path / "t"))

@@ -17,6 +17,11 @@ is npy-dir; anything else, stdin and pipes are text):
   npy-dir  a folder of <key>.npy files, one vector each
   text     lines <key> <v1> <v2> ... (no brackets; Kaldi text archives go to copy-vectors)
 Keys must be Kaldi tokens (no whitespace), each once; vectors with NaN or Inf are refused.
+Keys that are VoxCeleb paths (id10270/x6uYqmx31kE/00001.wav, with or without folders before
+the speaker) become egs/voxceleb/v2's keys (id10270-x6uYqmx31kE-00001), as
+convert-voxceleb-trials writes them in trials (a LOG line says so). Text is split at newlines
+and ASCII whitespace, as Kaldi splits it; a UTF-8 byte-order mark at its start is skipped.
+A line of a key list may hold 1 MiB, a line of text embeddings 16 MiB.
 
 Usage: import-vectors [options] <embeddings-in> <vector-wspecifier>
  e.g.: import-vectors --keys=utt_list embeddings.npy ark,scp:xvector.ark,xvector.scp
@@ -31,6 +36,10 @@ tool.register("npz-keys", "", "Name of the array of keys in an .npz (default: th
               "string array)")
 tool.register("npz-vectors", "", "Name of the array of vectors in an .npz (default: the only "
               "2-D array)")
+tool.register("map-voxceleb-keys", True, "Write keys that are VoxCeleb paths "
+              "(id10270/x6uYqmx31kE/00001.wav) as egs/voxceleb/v2 utterance keys "
+              "(id10270-x6uYqmx31kE-00001), as convert-voxceleb-trials writes them; false keeps "
+              "every key as it is")
 
 
 def run(opts, args):
@@ -39,7 +48,8 @@ def run(opts, args):
         raise KaldiError("Invalid wspecifier %s: the output is a table (e.g. ark:out.ark or "
                          "ark,scp:out.ark,out.scp)" % wspecifier)
     keys, X, description = read_embeddings(source, opts.format, opts.keys or None,
-                                           opts.npz_keys, opts.npz_vectors)
+                                           opts.npz_keys, opts.npz_vectors,
+                                           opts.map_voxceleb_keys, tool.log.log)
     if not len(keys):
         raise KaldiError("No vectors in %s; %s not written" % (description, wspecifier))
     write_vector_table(wspecifier, keys, X)
