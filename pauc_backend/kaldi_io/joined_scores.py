@@ -8,19 +8,23 @@ from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io.keyed import KeySpace, PairTable, join_columns, read_labelled_trials
 
 
-def read_joined_scores(log, score_rxs, trials_rx=None):
+def read_joined_scores(log, score_rxs, trials_rx=None, key_ids=False):
     """The score files joined by key (kaldi_io.keyed, in the first file's order), with the
-    labels of ``trials_rx`` if given: (scores (n, K) float64, is_target or None, #trials)."""
+    labels of ``trials_rx`` if given: (scores (n, K) float64, is_target or None, #trials);
+    with ``key_ids`` a fourth item (KeySpace, ids1, ids2): the key ids of each joined trial."""
     keys = KeySpace()
     tables = [read_labelled_trials(trials_rx, keys)] if trials_rx is not None else []
     tables += [PairTable.read(rx, keys, "score") for rx in score_rxs[1:]]
-    base, columns = join_columns(log, score_rxs[0], keys, tables)
+    joined = join_columns(log, score_rxs[0], keys, tables, key_ids=key_ids)
+    base, columns = joined[:2]
     num_trials = len(tables[0]) if trials_rx is not None else None
     is_target = columns.pop(0) if trials_rx is not None else None
     # one file: the joined column itself, not a copy of it
     scores = base.reshape(-1, 1) if not columns else np.column_stack([base] + columns)
     del base, columns, tables
     check_finite_scores(scores, score_rxs)
+    if key_ids:
+        return scores, is_target, num_trials, (keys,) + joined[2]
     return scores, is_target, num_trials
 
 
