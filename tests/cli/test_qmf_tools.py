@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from conftest import run_shell, run_tool
-from pauc_backend.kaldi_io import read_float_table, read_vector_table, write_vector_table
+from pauc_backend.kaldi_io import read_float_table, write_vector_table
 from pauc_backend.metrics.llr import act_dcf, cllr
 from pauc_backend.models.quality import DURATION, QualityFusion, QualityMeasure
 
@@ -301,3 +301,22 @@ def test_compare_systems_llr_adds_act_dcf_and_cllr_rows_with_their_point_values(
     plain = run_tool("compare-systems", "--bootstrap=50", "plain.llr", "qmf.llr", "trials",
                      cwd=tmp).stdout.decode()
     assert "Cllr" not in plain and "actDCF" not in plain
+
+
+def test_relative_norms_are_divided_by_the_median_norm_of_the_table(tmp_path):
+    rng = np.random.default_rng(6)
+    X = rng.normal(0, 2, (41, 5)).astype(np.float32)
+    keys = ["k%02d" % i for i in range(41)]
+    write_vector_table("ark:" + str(tmp_path / "x.ark"), keys, X)
+    run_tool("compute-vector-norms", "--relative", "ark:x.ark", "ark:rel.ark", cwd=tmp_path,
+             check=True)
+    norms = np.sqrt(np.add.accumulate(X * X, axis=1, dtype=np.float32)[:, -1]).astype(np.float64)
+    table = read_float_table("ark:" + str(tmp_path / "rel.ark"))
+    assert list(table) == keys
+    np.testing.assert_allclose(list(table.values()), norms / np.median(norms), rtol=1e-6)
+    # a whole set scaled by 2 gives the same relative norms
+    write_vector_table("ark:" + str(tmp_path / "y.ark"), keys, 2 * X)
+    run_tool("compute-vector-norms", "--relative", "ark:y.ark", "ark:rel2.ark", cwd=tmp_path,
+             check=True)
+    np.testing.assert_allclose(list(read_float_table("ark:" + str(tmp_path / "rel2.ark"))
+                                    .values()), list(table.values()), rtol=1e-6)

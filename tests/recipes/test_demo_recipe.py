@@ -29,7 +29,8 @@ def table_rows(text):
 def demo(tmp_path_factory):
     out = tmp_path_factory.mktemp("demo")
     # From an unrelated working directory, writing under --dir.
-    proc = subprocess.run(["bash", str(REPO / "recipes/demo/run.sh"), "--dir", "work"],
+    proc = subprocess.run(["bash", str(REPO / "recipes/demo/run.sh"), "--dir", "work",
+                           "--bootstrap", "200"],
                           cwd=out, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           env=tool_env(), timeout=900)
     assert proc.returncode == 0, proc.stdout.decode() + proc.stderr.decode()
@@ -70,3 +71,27 @@ def test_demo_prints_every_stage_with_its_elapsed_time_and_where_logs_go(demo):
         assert re.search(r"run\.sh: stage %d: \S" % stage, stdout), stage
         assert re.search(r"run\.sh: stage %d done in (\d+ s|\d+:\d\d) \(total (\d+ s|\d+:\d\d)\)"
                          % stage, stdout), stage
+
+
+def test_demo_compares_qmf_with_score_only_calibration_trained_on_development_speakers(demo):
+    """Issue 29: the corpus has durations and a development set; stage 7 trains both
+    calibrations on the development trials only and compares them on the evaluation trials."""
+    work, stdout = demo
+    assert re.search(r"run\.sh: stage 7: QMF", stdout)
+    lines = [l for l in stdout.splitlines() if l.startswith("| ")]
+    start = [i for i, l in enumerate(lines) if l.startswith("| System | actDCF(0.01) score-only")]
+    assert len(start) == 1
+    rows = [l.split(" | ") for l in lines[start[0] + 2:start[0] + 2 + len(SYSTEMS)]]
+    assert [r[0].lstrip("| ") for r in rows] == SYSTEMS
+    for row in rows:
+        for cell in (row[1], row[2], row[4], row[5]):
+            assert math.isfinite(float(cell))
+        assert re.fullmatch(r"[+-]\d+\.\d% \[[+-]\d+\.\d, [+-]\d+\.\d\]", row[3])
+    # the dev trials share no speaker with the evaluation, and the QMF used durations
+    dev = {l.split()[0] for l in (work / "data/dev_trials").read_text().splitlines()}
+    evaluation = {l.split()[0] for l in (work / "data/trials").read_text().splitlines()}
+    assert dev and not dev & evaluation
+    assert b"<Measure> duration " in (work / "exp/qmf/qmf/plda.mdl").read_bytes()
+    assert b"<Measure>" not in (work / "exp/qmf/score_only/plda.mdl").read_bytes()
+    for name in ("enroll", "test", "train", "dev_test"):
+        assert (work / "data" / name / "utt2dur").is_file()
