@@ -32,7 +32,7 @@ def demo(tmp_path_factory):
     proc = subprocess.run(["bash", str(REPO / "recipes/demo/run.sh"), "--dir", "work",
                            "--bootstrap", "200"],
                           cwd=out, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          env=tool_env(), timeout=900)
+                          env=tool_env(), timeout=1800)
     assert proc.returncode == 0, proc.stdout.decode() + proc.stderr.decode()
     return out / "work", proc.stdout.decode()
 
