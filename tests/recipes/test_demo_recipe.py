@@ -15,8 +15,15 @@ METRICS = ["EER(%)", "minDCF(0.01)", "pAUC[0,0.01]", "AUC", "AP(%)", "actDCF(0.0
 
 
 def table_rows(text):
-    """The results table as {system: {metric: value}} (Markdown pipes table)."""
-    lines = [l for l in text.splitlines() if l.startswith("|")]
+    """The results table (the first Markdown pipes table; stage 7 prints a second one) as
+    {system: {metric: value}}."""
+    all_lines = text.splitlines()
+    first = next(i for i, l in enumerate(all_lines) if l.startswith("|"))
+    lines = []
+    for line in all_lines[first:]:
+        if not line.startswith("|"):
+            break
+        lines.append(line)
     header = [c.strip() for c in lines[0].strip("|").split("|")]
     rows = {}
     for line in lines[2:]:
