@@ -85,7 +85,7 @@ def test_demo_compares_qmf_with_score_only_calibration_trained_on_development_sp
     calibrations on the development trials only and compares them on the evaluation trials."""
     work, stdout = demo
     assert re.search(r"run\.sh: stage 7: QMF", stdout)
-    lines = [l for l in stdout.splitlines() if l.startswith("| ")]
+    lines = [l for l in stdout.splitlines() if l.startswith("|")]
     start = [i for i, l in enumerate(lines) if l.startswith("| System | actDCF(0.01) score-only")]
     assert len(start) == 1
     rows = [l.split(" | ") for l in lines[start[0] + 2:start[0] + 2 + len(SYSTEMS)]]
