@@ -189,6 +189,7 @@ class AutoBackend:
         speakers, fold_of = speaker_folds(y, self.num_folds, self.random_state)
         spk_index = np.searchsorted(speakers, y)
         vec_fold = fold_of[spk_index]
+        self.fold_of_vector_ = vec_fold      # each training vector's fold (tests, callers)
         fold_train_spk = [int(np.count_nonzero(fold_of != k)) for k in range(self.num_folds)]
         cap = min(X.shape[1], min(fold_train_spk) - 1)
         if cap < 1 and any(int(d) > 0 for d in self.lda_dims):
