@@ -19,13 +19,15 @@ fixed before any run: min and max of the two sides' measure, no interactions, pr
   the raw GE2E d-vectors all have unit length, so their raw norm is constant. ``--norms
   relative`` divides each table's norms by their median (compute-vector-norms --relative);
   this variant was added after the first ETRI run (centred norms) came out worse, see
-  benchmarks/RESULTS_qmf.md;
+  benchmarks/RESULTS_qmf.md; ``--select-norms`` chooses between the two on the held-out
+  training speakers only (2-fold cross-validation of their calibration trials) and prints
+  that table instead;
 - train-calibration (score-only, and with --enroll-quality/--test-quality) on the calibration
   trials, apply-calibration on the evaluation trials, compare-systems --llr --bootstrap=1000
   --utt2spk (clusters: speakers).
 
     python benchmarks/bench_qmf.py [--corpus etri|timit|both] [--norms centred|relative]
-        [--work DIR] [--bootstrap 1000]
+        [--work DIR] [--bootstrap 1000] [--select-norms]
 
 Prints one Markdown table per corpus: EER, minDCF(0.01), actDCF(0.01), Cllr of both
 calibrations with the relative difference and its 95 % interval.
@@ -45,9 +47,11 @@ sys.path.insert(0, REPO)
 
 from pauc_backend.kaldi_io import (read_token_vector_table, read_vector_table,  # noqa: E402
                                    write_float_table)
+from pauc_backend.models.calibration import LinearFusion  # noqa: E402
 from pauc_backend.models.lda import LDA  # noqa: E402
 from pauc_backend.models.plda import PLDA  # noqa: E402
 from pauc_backend.models.preprocessing import normalize_length  # noqa: E402
+from pauc_backend.models.quality import QualityFusion, QualityMeasure  # noqa: E402
 
 SHARED = os.path.join(os.path.dirname(REPO), "shared", "realdata")
 CORPORA = {
@@ -144,7 +148,17 @@ def calibration_trials_etri(rng, keys, speakers, held, enroll_utts):
     return models, model_rows, test_rows, e, t, target
 
 
-def run_corpus(name, work, bootstrap, norms="centred"):
+def norm_values(backend, vectors, norms):
+    """Each vector's norm after the training mean is subtracted; ``relative``: over the
+    table's median (compute-vector-norms --relative)."""
+    values = np.linalg.norm(vectors - backend.mean, axis=1)
+    return values / np.median(values) if norms == "relative" else values
+
+
+def calibration_set(name, out):
+    """The back-end (fitted on 3/4 of the training speakers) and the calibration trials of the
+    held-out 1/4: (spec, root, backend, E, T, num_utts, e, t, target, e_keys, t_keys,
+    e_speakers, t_speakers) with the speaker of each row of E and of T."""
     spec = CORPORA[name]
     root = os.path.join(SHARED, spec["dir"])
     keys, X, speakers, _ = read_set(root, spec["train"])
@@ -152,23 +166,15 @@ def run_corpus(name, work, bootstrap, norms="centred"):
     held = set(all_speakers[3::4])
     fit = ~np.isin(speakers, list(held))
     backend = Backend(X[fit], speakers[fit], spec["lda"])
-    out = os.path.join(work, name + "_" + norms)
     os.makedirs(out, exist_ok=True)
     rng = np.random.default_rng(0)
-
-    def norm_table(path, table_keys, vectors):
-        values = np.linalg.norm(vectors - backend.mean, axis=1)
-        if norms == "relative":
-            values = values / np.median(values)
-        write_float_table("ark,t:" + path, table_keys, values)
-
-    # calibration trials from the held-out training speakers
     if spec["enroll_utts"]:
         models, model_rows, test_rows, e, t, target = calibration_trials_etri(
             rng, keys, speakers, sorted(held), spec["enroll_utts"])
         E = np.stack([X[r].mean(axis=0) for r in model_rows])
         num_utts = np.full(len(models), float(spec["enroll_utts"]))
         T, e_keys, t_keys = X[test_rows], models, [keys[i] for i in test_rows]
+        e_speakers, t_speakers = np.array(models), speakers[test_rows]
     else:
         held_keys = [k for k, s in zip(keys, speakers) if s in held]
         with open(os.path.join(out, "cal_utt2spk"), "w") as f:
@@ -190,6 +196,63 @@ def run_corpus(name, work, bootstrap, norms="centred"):
         t = np.array([pos[k] for k in k2])
         num_utts = np.ones(len(held_keys))
         e_keys = t_keys = held_keys
+        e_speakers = t_speakers = speakers[held_rows]
+    return (spec, root, backend, E, T, num_utts, e, t, target, e_keys, t_keys, e_speakers,
+            t_speakers)
+
+
+def select_norms(name, work):
+    """Centred or relative norms, chosen on TRAINING speakers only: 2-fold cross-validation
+    over the held-out speakers' calibration trials (folds: alternate speakers; a trial belongs
+    to a fold when both its sides' speakers do), score-only calibration and QMF with each
+    variant trained on one fold at prior 0.01 and scored on the other; pooled Cllr and
+    actDCF(0.01). Returns printable lines."""
+    (_, _, backend, E, T, num_utts, e, t, target, _, _, e_speakers,
+     t_speakers) = calibration_set(name, os.path.join(work, name + "_select"))
+    speakers = sorted(set(e_speakers) | set(t_speakers))
+    fold_of = {s: i % 2 for i, s in enumerate(speakers)}
+    fe = np.array([fold_of[s] for s in e_speakers])[e]
+    ft = np.array([fold_of[s] for s in t_speakers])[t]
+    cal = backend.scores(E, num_utts, T, e, t)
+    measure = (QualityMeasure("norm"),)
+    lines = []
+    for system, scores in cal.items():
+        figures = {}
+        for variant in ("score-only", "centred", "relative"):
+            llr = np.full(scores.size, np.nan)
+            for k in (0, 1):
+                train, test = (fe == k) & (ft == k), (fe == 1 - k) & (ft == 1 - k)
+                if variant == "score-only":
+                    model = LinearFusion(prior=0.01).fit(scores[train, None], target[train])
+                    llr[test] = model.transform(scores[test, None])
+                    continue
+                qe, qt = norm_values(backend, E, variant), norm_values(backend, T, variant)
+                model = QualityFusion(measures=measure, prior=0.01).fit(
+                    scores[train], target[train], qe[e[train]], qt[t[train]])
+                llr[test] = model.transform(scores[test], qe[e[test]], qt[t[test]])
+            used = ~np.isnan(llr)
+            figures[variant] = cllr_act_dcf(llr[used], target[used])
+        lines.append("| %s %s | %d | %s |" % (name.upper(), system, int(used.sum()), " | ".join(
+            "%.4f / %.4f" % tuple(figures[v]) for v in ("score-only", "centred", "relative"))))
+    return lines
+
+
+def cllr_act_dcf(llr, target, prior=0.01):
+    """Cllr (bits) and normalised actDCF(prior) of LLRs, plain numpy."""
+    cllr = (np.mean(np.logaddexp(0, -llr[target])) + np.mean(np.logaddexp(0, llr[~target])))
+    accept = llr >= np.log((1 - prior) / prior)
+    return (cllr / 2 / np.log(2), np.mean(~accept[target])
+            + (1 - prior) / prior * np.mean(accept[~target]))
+
+
+def run_corpus(name, work, bootstrap, norms="centred"):
+    out = os.path.join(work, name + "_" + norms)
+    (spec, root, backend, E, T, num_utts, e, t, target, e_keys, t_keys, _,
+     _) = calibration_set(name, out)
+
+    def norm_table(path, table_keys, vectors):
+        write_float_table("ark,t:" + path, table_keys, norm_values(backend, vectors, norms))
+
     cal = backend.scores(E, num_utts, T, e, t)
     write_trials(os.path.join(out, "cal_trials"), np.array(e_keys)[e], np.array(t_keys)[t],
                  target)
@@ -268,8 +331,16 @@ def main():
     parser.add_argument("--work", default=None)
     parser.add_argument("--bootstrap", type=int, default=1000)
     parser.add_argument("--norms", choices=("centred", "relative"), default="centred")
+    parser.add_argument("--select-norms", action="store_true",
+                        help="only choose centred or relative norms on training speakers")
     args = parser.parse_args()
     work = args.work or tempfile.mkdtemp(prefix="bench_qmf.")
+    if args.select_norms:
+        print("| corpus system | cross-validated calibration trials | Cllr / actDCF(0.01) "
+              "score-only | QMF centred norms | QMF relative norms |\n|---|---|---|---|---|")
+        for name in (("etri", "timit") if args.corpus == "both" else (args.corpus,)):
+            print("\n".join(select_norms(name, work)), flush=True)
+        return
     for name in (("etri", "timit") if args.corpus == "both" else (args.corpus,)):
         print(table("%s (%s norms)" % (name.upper(), args.norms),
                     run_corpus(name, work, args.bootstrap, args.norms)))

@@ -2,8 +2,11 @@
 # Quality-measure calibration (QMF) against score-only calibration, both trained on
 # development trials (speakers the evaluation does not use) and applied to the evaluation
 # trials, compared on the same paired resamples (compare-systems --llr): a Markdown table of
-# actDCF and Cllr of both, the relative difference (QMF - score-only) / score-only with its
-# 95 % interval, per system. The QMF sees min and max of the two sides' log durations
+# actDCF, Cllr, minDCF and EER of both, the relative difference (QMF - score-only) /
+# score-only with its 95 % interval, per system. Score-only calibration is monotone, so its
+# minDCF is the raw scores' and its actDCF - minDCF is its miscalibration at that prior; a QMF
+# can remove that and, since it moves trials of different durations apart, change minDCF and
+# EER too. The QMF sees min and max of the two sides' log durations
 # (train-calibration --enroll-duration/--test-duration); the score-only calibration is the
 # same logistic regression without them.
 #
@@ -68,18 +71,20 @@ for system in "$@"; do
 done
 wait_background || exit 1
 
-echo "| System | actDCF($prior) score-only | actDCF QMF | (QMF-A)/A [95%] | Cllr score-only | Cllr QMF | (QMF-A)/A [95%] |"
-echo "|---|---|---|---|---|---|---|"
+echo "| System | actDCF($prior) score-only | actDCF QMF | (QMF-A)/A [95%] | Cllr score-only | Cllr QMF | (QMF-A)/A [95%] | minDCF($prior) score-only | minDCF QMF | (QMF-A)/A [95%] | EER(%) score-only | EER(%) QMF | (QMF-A)/A [95%] |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for system in "$@"; do
   python3 -c '
 import json, sys
 rows = {(r["metric"], r.get("p_target")): r for r in json.load(open(sys.argv[1]))["metrics"]}
 act = [r for k, r in rows.items() if k[0] == "act_dcf"][0]
-cllr = rows[("cllr", None)]
+min_dcf = [r for k, r in rows.items() if k[0] == "min_dcf"][0]
+cllr, eer = rows[("cllr", None)], rows[("eer", None)]
 def rel(r):
     lo, hi = r["interval"]
     return "%+.1f%% [%+.1f, %+.1f]" % (100 * r["relative"], 100 * lo, 100 * hi)
-print("| %s | %.4f | %.4f | %s | %.4f | %.4f | %s |" % (
-    sys.argv[2], act["a"], act["b"], rel(act), cllr["a"], cllr["b"], rel(cllr)))
+print("| %s | %.4f | %.4f | %s | %.4f | %.4f | %s | %.4f | %.4f | %s | %.2f | %.2f | %s |" % (
+    sys.argv[2], act["a"], act["b"], rel(act), cllr["a"], cllr["b"], rel(cllr),
+    min_dcf["a"], min_dcf["b"], rel(min_dcf), 100 * eer["a"], 100 * eer["b"], rel(eer)))
 ' $out/$system.json "$(label_of $system)" || exit 1
 done
