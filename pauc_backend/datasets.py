@@ -13,7 +13,21 @@ enrollment and test sets with a full trial list. The model is the two-covariance
 * a domain shift for the in-domain sets: a mean shift, extra between-speaker variability on a
   rank-k_b subspace and extra within-speaker variability on a rank-k_w subspace (what Kaldi's
   PLDA adaptation is designed to absorb);
-* varied utterance counts: log-normal per training speaker, uniform ranges for the others.
+* varied utterance counts: log-normal per training speaker, uniform ranges for the others;
+* optionally (``durations=True``) a duration d per utterance whose within-speaker noise grows
+  as d shrinks: the utterance's whole within-speaker noise (W and the in-domain extra part,
+  heavy tails included) is scaled by sqrt(m(d)), m(d) = (1 + tau/d) / (1 + tau/d_ref): a
+  session part that does not shrink plus an estimation part that shrinks as 1/d, as an
+  i-vector's posterior covariance does with the number of frames (Kenny et al., "PLDA for
+  speaker verification with utterances of arbitrary duration", ICASSP 2013). At d_ref an
+  utterance has the noise of the corpus without durations. Durations are log-uniform on
+  ``duration_range`` for the in-domain sets and on ``train_duration_range`` for the
+  out-of-domain training set: by default the training recordings are long (20-60 s) and the
+  in-domain ones 2-60 s, the duration mismatch of NIST SRE back-ends trained on whole
+  conversations and tested on short segments (what quality measure functions were designed
+  for: Mandasari et al., IEEE TASLP 21(11), 2013). Durations come from a generator of their own
+  (seeded from ``seed``) and scale the same noise draws, so the corpus without durations is
+  unchanged.
 """
 
 from dataclasses import dataclass, field
@@ -28,6 +42,7 @@ class EmbeddingSet:
     keys: list
     labels: list
     X: np.ndarray
+    durations: np.ndarray = None    # seconds per utterance (``durations=True``), else None
 
     def spk2utt(self):
         """Speaker -> utterance list, both in sorted order (Kaldi's ``spk2utt``)."""
@@ -39,7 +54,9 @@ class EmbeddingSet:
 
 @dataclass
 class SyntheticCorpus:
-    """The four sets, the trial list (enroll speaker, test utterance, is-target) and the truth."""
+    """The four sets, the trial list (enroll speaker, test utterance, is-target) and the truth;
+    with ``num_dev_speakers`` also a development evaluation (other in-domain speakers, the same
+    design) in ``dev`` = (enroll, test, trial_enroll, trial_test, trial_target), else None."""
 
     train: EmbeddingSet
     adapt: EmbeddingSet
@@ -49,6 +66,7 @@ class SyntheticCorpus:
     trial_test: np.ndarray
     trial_target: np.ndarray
     truth: dict = field(default_factory=dict)
+    dev: tuple = None
 
 
 def random_rotation(rng, dim):
@@ -80,8 +98,16 @@ def _counts(rng, num, low, high, median=None, sigma=0.5):
     return np.clip(np.rint(rng.lognormal(np.log(median), sigma, size=num)), low, high).astype(int)
 
 
-def _speaker_set(rng, prefix, speakers, counts, utt_format, within, dof):
-    """Utterances of ``speakers`` (rows: speaker vectors) with ``counts`` each."""
+def duration_noise_scale(durations, tau=30.0, reference=10.0):
+    """sqrt(m(d)), m(d) = (1 + tau/d) / (1 + tau/d_ref): the factor on the within-speaker noise
+    of an utterance of d seconds (module docstring)."""
+    return np.sqrt((1.0 + tau / np.asarray(durations, dtype=np.float64))
+                   / (1.0 + tau / reference))
+
+
+def _speaker_set(rng, prefix, speakers, counts, utt_format, within, dof, durations=None):
+    """Utterances of ``speakers`` (rows: speaker vectors) with ``counts`` each; ``durations``
+    = (generator, (low, high) seconds, tau, d_ref) gives each a duration and scales its noise."""
     width = max(4, len(str(len(speakers))))
     spk_ids = ["%s%0*d" % (prefix, width, i + 1) for i in range(len(speakers))]
     keys, labels, rows = [], [], []
@@ -91,9 +117,15 @@ def _speaker_set(rng, prefix, speakers, counts, utt_format, within, dof):
         rows.extend([index] * num)
     rows = np.asarray(rows, dtype=int)
     X = speakers[rows]
+    seconds = scale = None
+    if durations is not None:
+        timing, (low, high), tau, reference = durations
+        seconds = np.round(np.exp(timing.uniform(np.log(low), np.log(high), size=len(rows))), 2)
+        scale = duration_noise_scale(seconds, tau, reference)[:, None]
     for factor in within:
-        X = X + _heavy_tailed_noise(rng, len(rows), factor, dof)
-    return spk_ids, EmbeddingSet(keys, labels, X.astype(np.float32))
+        noise = _heavy_tailed_noise(rng, len(rows), factor, dof)
+        X = X + (noise if scale is None else noise * scale)
+    return spk_ids, EmbeddingSet(keys, labels, X.astype(np.float32), seconds)
 
 
 def make_speaker_corpus(seed=777, dim=80, num_train_speakers=400, train_utts_median=10,
@@ -103,7 +135,9 @@ def make_speaker_corpus(seed=777, dim=80, num_train_speakers=400, train_utts_med
                         between_scale=3.0, between_decay=None, within_range=(0.8, 2.5),
                         within_dof=5.0, mean_scale=2.0, shift_scale=1.0,
                         extra_between=(1.5, 0.3), extra_between_rank=None,
-                        extra_within=(4.0, 1.0), extra_within_rank=None):
+                        extra_within=(4.0, 1.0), extra_within_rank=None, durations=False,
+                        duration_range=(2.0, 60.0), train_duration_range=(20.0, 60.0),
+                        duration_tau=30.0, duration_reference=10.0, num_dev_speakers=0):
     """Draw a corpus; every random number comes from ``np.random.default_rng(seed)``.
 
     Between-speaker variances are ``between_scale * exp(-k / between_decay) + 0.05``
@@ -112,7 +146,12 @@ def make_speaker_corpus(seed=777, dim=80, num_train_speakers=400, train_utts_med
     eigenvalues ``linspace(*extra_between, extra_between_rank)`` and
     ``linspace(*extra_within, extra_within_rank)`` (ranks default to min(8, dim) and
     min(12, dim)). Trials: every evaluation speaker against
-    every test utterance, sorted by speaker then utterance.
+    every test utterance, sorted by speaker then utterance. With ``durations`` every set has
+    ``durations`` (seconds, rounded to 10 ms as an utt2dur file holds them) and noise scaled
+    as the module docstring says (tau = ``duration_tau``, d_ref = ``duration_reference``).
+    ``num_dev_speakers`` > 0 adds a development evaluation of other in-domain speakers (keys
+    ``dv0001-enr1``, ``dv0001-tst01``; for calibrating without touching the evaluation trials),
+    drawn after everything else, so the other sets do not change.
     """
     if dim < 2:
         raise ValueError("dim must be at least 2, got %d" % dim)
@@ -127,6 +166,15 @@ def make_speaker_corpus(seed=777, dim=80, num_train_speakers=400, train_utts_med
                               ("test_utts_range", test_utts_range)):
         if not 1 <= low <= high:
             raise ValueError("%s must satisfy 1 <= low <= high, got %s" % (name, (low, high)))
+    for name, (low, high) in (("duration_range", duration_range),
+                              ("train_duration_range", train_duration_range)):
+        if not 0 < low <= high:
+            raise ValueError("%s must satisfy 0 < low <= high, got %s" % (name, (low, high)))
+    if num_dev_speakers == 1 or num_dev_speakers < 0:
+        raise ValueError("num_dev_speakers must be 0 or at least 2, got %d" % num_dev_speakers)
+    if not (duration_tau >= 0 and duration_reference > 0):
+        raise ValueError("duration_tau must be >= 0 and duration_reference > 0, got %r, %r"
+                         % (duration_tau, duration_reference))
     if train_utts_range[0] < 2:
         raise ValueError("training speakers need at least 2 utterances (PLDA, LDA)")
     extra_between_rank = min(8, dim) if extra_between_rank is None else extra_between_rank
@@ -134,6 +182,13 @@ def make_speaker_corpus(seed=777, dim=80, num_train_speakers=400, train_utts_med
     if extra_between_rank > dim or extra_within_rank > dim:
         raise ValueError("the extra in-domain ranks must not exceed dim")
     rng = np.random.default_rng(seed)
+    timing = np.random.default_rng([seed, 1]) if durations else None
+
+    def timed(duration_range_of_set):
+        if timing is None:
+            return None
+        return timing, duration_range_of_set, duration_tau, duration_reference
+
     decay = dim / 6.0 if between_decay is None else between_decay
     between_var = between_scale * np.exp(-np.arange(dim) / decay) + 0.05
     within_var = np.geomspace(within_range[1], within_range[0], dim)
@@ -153,24 +208,34 @@ def make_speaker_corpus(seed=777, dim=80, num_train_speakers=400, train_utts_med
 
     counts = _counts(rng, num_train_speakers, *train_utts_range, median=train_utts_median)
     _, train = _speaker_set(rng, "tr", out_of_domain_speakers(num_train_speakers), counts,
-                            "%s-u%02d", [within], within_dof)
+                            "%s-u%02d", [within], within_dof, timed(train_duration_range))
     counts = _counts(rng, num_adapt_speakers, *adapt_utts_range)
     _, adapt = _speaker_set(rng, "ad", in_domain_speakers(num_adapt_speakers), counts,
-                            "%s-u%02d", [within, extra_w], within_dof)
-    eval_speakers = in_domain_speakers(num_eval_speakers)
-    counts = _counts(rng, num_eval_speakers, *enroll_utts_range)
-    spk_ids, enroll = _speaker_set(rng, "ev", eval_speakers, counts, "%s-enr%d",
-                                   [within, extra_w], within_dof)
-    counts = _counts(rng, num_eval_speakers, *test_utts_range)
-    _, test = _speaker_set(rng, "ev", eval_speakers, counts, "%s-tst%02d",
-                           [within, extra_w], within_dof)
+                            "%s-u%02d", [within, extra_w], within_dof, timed(duration_range))
 
-    test_keys = np.asarray(test.keys)
-    trial_enroll = np.repeat(np.asarray(spk_ids), len(test_keys))
-    trial_test = np.tile(test_keys, len(spk_ids))
-    trial_target = trial_enroll == np.tile(np.asarray(test.labels), len(spk_ids))
+    def evaluation(prefix, speakers):
+        counts = _counts(rng, len(speakers), *enroll_utts_range)
+        spk_ids, enroll = _speaker_set(rng, prefix, speakers, counts, "%s-enr%d",
+                                       [within, extra_w], within_dof, timed(duration_range))
+        counts = _counts(rng, len(speakers), *test_utts_range)
+        _, test = _speaker_set(rng, prefix, speakers, counts, "%s-tst%02d",
+                               [within, extra_w], within_dof, timed(duration_range))
+        test_keys = np.asarray(test.keys)
+        trial_enroll = np.repeat(np.asarray(spk_ids), len(test_keys))
+        trial_test = np.tile(test_keys, len(spk_ids))
+        trial_target = trial_enroll == np.tile(np.asarray(test.labels), len(spk_ids))
+        return enroll, test, trial_enroll, trial_test, trial_target
+
+    enroll, test, trial_enroll, trial_test, trial_target = evaluation(
+        "ev", in_domain_speakers(num_eval_speakers))
+    dev = (evaluation("dv", in_domain_speakers(num_dev_speakers)) if num_dev_speakers > 0
+           else None)
     truth = {"seed": seed, "mu": mu, "between": between @ between.T,
              "within": within @ within.T, "within_dof": within_dof, "shift": shift,
              "extra_between": extra_b @ extra_b.T, "extra_within": extra_w @ extra_w.T}
+    if durations:
+        truth.update(duration_range=tuple(duration_range),
+                     train_duration_range=tuple(train_duration_range), duration_tau=duration_tau,
+                     duration_reference=duration_reference)
     return SyntheticCorpus(train, adapt, enroll, test, trial_enroll, trial_test, trial_target,
-                           truth)
+                           truth, dev)

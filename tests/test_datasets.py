@@ -166,3 +166,101 @@ def test_make_synthetic_vectors_rejects_bad_parameters_with_one_error_line(tmp_p
     assert len(errors) == 1 and "within_dof" in errors[0]
     assert "Traceback" not in proc.stderr.decode()
     assert run_tool("make-synthetic-vectors", cwd=tmp_path).returncode == 1
+
+
+# ----------------------------------------------------------------------- durations (issue 29)
+def _digest(corpus):
+    import hashlib
+    h = hashlib.sha256()
+    for name in ("train", "adapt", "enroll", "test"):
+        data = getattr(corpus, name)
+        h.update(" ".join(data.keys).encode())
+        h.update(" ".join(data.labels).encode())
+        h.update(np.round(data.X.astype(np.float64), 4).tobytes())
+    h.update(corpus.trial_target.tobytes())
+    return h.hexdigest()
+
+
+def test_corpus_without_durations_is_the_one_drawn_before_durations_existed():
+    # Digest of make_speaker_corpus(seed=5, **SMALL) computed with the implementation of commit
+    # 9e425d4 (before durations and the development set were added), values rounded to 1e-4.
+    expected = "f0c39ed5476645e40461b1b551b9e61a192af9f1bf626801dd8ad6ac95427d2e"
+    assert _digest(make_speaker_corpus(seed=5, **SMALL)) == expected
+    assert _digest(make_speaker_corpus(seed=5, num_dev_speakers=4, **SMALL)) == expected
+
+
+def test_durations_scale_the_same_noise_draws_by_sqrt_m_of_d():
+    from pauc_backend.datasets import duration_noise_scale
+    plain = make_speaker_corpus(seed=11, **SMALL)
+    timed = make_speaker_corpus(seed=11, durations=True, **SMALL)
+    for name, (low, high) in (("train", (20.0, 60.0)), ("adapt", (2.0, 60.0)),
+                              ("test", (2.0, 60.0))):
+        a, b = getattr(plain, name), getattr(timed, name)
+        assert a.keys == b.keys and a.durations is None
+        d = b.durations
+        assert d.shape == (len(b.keys),) and low <= d.min() and d.max() <= high
+        # x = s + n without durations, s + sqrt(m(d)) n with them: the speaker vector s
+        # recovered from each utterance is the same for all utterances of a speaker.
+        scale = np.sqrt((1 + 30.0 / d) / (1 + 30.0 / 10.0))
+        np.testing.assert_allclose(scale, duration_noise_scale(d), rtol=1e-12)
+        keep = np.abs(scale - 1) > 0.05
+        noise = (b.X.astype(np.float64) - a.X) / (scale - 1)[:, None]
+        s = a.X - noise
+        labels = np.asarray(a.labels)
+        for spk in np.unique(labels[keep])[:10]:
+            rows = s[keep & (labels == spk)]
+            assert np.abs(rows - rows[0]).max() < 1e-2 * (1 + np.abs(rows[0]).max())
+
+
+def test_within_speaker_noise_grows_as_durations_shrink():
+    corpus = make_speaker_corpus(seed=12, dim=8, num_train_speakers=20, num_adapt_speakers=1500,
+                                 adapt_utts_range=(6, 10), extra_between_rank=2,
+                                 extra_within_rank=2, durations=True)
+    residuals, index, counts = _within_residuals(corpus.adapt)
+    energy = np.sum(residuals.astype(np.float64) ** 2, axis=1) * (counts / (counts - 1))[index]
+    d = corpus.adapt.durations
+    short, long = energy[d < 4].mean(), energy[d > 30].mean()
+    m = lambda x: (1 + 30.0 / x) / 4.0
+    # expected ratio of mean noise energies, from m(d) averaged over each bin (log-uniform d);
+    # the residual from a speaker mean also carries that mean's error, hence a loose bound
+    ratio = np.mean(m(d[d < 4])) / np.mean(m(d[d > 30]))
+    assert short / long == pytest.approx(ratio, rel=0.25)
+    assert short / long > 4
+
+
+def test_development_set_has_the_evaluation_design_and_other_speakers():
+    corpus = make_speaker_corpus(seed=13, num_dev_speakers=5, durations=True, **SMALL)
+    enroll, test, trial_enroll, trial_test, trial_target = corpus.dev
+    assert set(enroll.labels) == set(test.labels) and len(set(enroll.labels)) == 5
+    assert all(k.startswith("dv") for k in enroll.keys + test.keys)
+    assert not set(enroll.labels) & set(corpus.enroll.labels)
+    assert len(trial_enroll) == 5 * len(test.keys) and trial_target.sum() == len(test.keys)
+    assert enroll.durations is not None and test.durations is not None
+    with pytest.raises(ValueError):
+        make_speaker_corpus(num_dev_speakers=1, **SMALL)
+
+
+def test_make_synthetic_vectors_writes_utt2dur_and_the_dev_set_only_when_asked(tmp_path):
+    from conftest import run_tool
+    options = ["--seed=4", "--dim=8", "--num-train-speakers=20", "--num-adapt-speakers=5",
+               "--num-eval-speakers=4"]
+    for name, extra in (("plain", []), ("timed", ["--durations", "--num-dev-speakers=3"])):
+        (tmp_path / name).mkdir()
+        proc = run_tool("make-synthetic-vectors", *options, *extra, "data", cwd=tmp_path / name)
+        assert proc.returncode == 0, proc.stderr.decode()
+    plain, timed = _tree_bytes(tmp_path / "plain"), _tree_bytes(tmp_path / "timed")
+    assert not any(p.endswith("utt2dur") or "dev" in p for p in plain)
+    # everything but the vectors, utt2dur and the dev set is the same file
+    for path, data in plain.items():
+        if not path.endswith(("xvector.ark", "xvector.scp")):
+            assert timed[path] == data, path
+    corpus = make_speaker_corpus(seed=4, dim=8, num_train_speakers=20, num_adapt_speakers=5,
+                                 num_eval_speakers=4, durations=True, num_dev_speakers=3)
+    lines = timed["data/test/utt2dur"].decode().splitlines()
+    assert lines == ["%s %g" % pair for pair in zip(corpus.test.keys,
+                                                      corpus.test.durations.tolist())]
+    enroll, test, trial_enroll, trial_test, trial_target = corpus.dev
+    assert timed["data/dev_trials"].decode().splitlines() == [
+        "%s %s %s" % (e, t, "target" if y else "nontarget")
+        for e, t, y in zip(trial_enroll, trial_test, trial_target)]
+    assert "data/dev_enroll/utt2dur" in timed and "data/dev_test/spk2utt" in timed

@@ -15,9 +15,10 @@ from pauc_backend.kaldi_io.streams import (classify_rxfilename, classify_wxfilen
                                            open_output, read_all)
 from pauc_backend.kaldi_io.tables import (HOLDERS, RandomAccessTableReader,
                                           SequentialTableReader, TableWriter, read_int32_table,
-                                          read_script, read_token_table,
+                                          read_float_table, read_script, read_token_table,
                                           read_token_vector_table, read_vector_table,
-                                          write_int32_table, write_token_table,
+                                          write_float_table, write_int32_table,
+                                          write_token_table,
                                           write_token_vector_table, write_vector_table)
 from pauc_backend.kaldi_io.vector_stream import VectorChunk, VectorChunkWriter, iter_vector_chunks
 from pauc_backend.kaldi_io.trials import format_scores, read_scores, read_trials, write_scores
@@ -30,6 +31,7 @@ __all__ = [
     "classify_rxfilename", "classify_wxfilename", "open_input", "open_output", "read_all",
     "HOLDERS", "SequentialTableReader", "RandomAccessTableReader", "TableWriter",
     "read_vector_table", "write_vector_table", "read_int32_table", "write_int32_table",
+    "read_float_table", "write_float_table",
     "read_token_table", "write_token_table", "read_token_vector_table",
     "write_token_vector_table", "read_script",
     "read_trials", "read_scores", "write_scores", "format_scores",

@@ -2,8 +2,9 @@
 read from and encoded into an archive.
 
 ``vector`` (float32, Kaldi's BaseFloat vector tables, always written as FV), ``double_vector``,
-``matrix`` (float32, FM), ``double_matrix``, ``int32`` (``num_utts.ark``), ``token`` (utt2spk)
-and ``token_vector`` (spk2utt); ``check_token`` is Kaldi's IsToken for keys.
+``matrix`` (float32, FM), ``double_matrix``, ``int32`` (``num_utts.ark``), ``float``
+(BaseFloat scalars: ``utt2dur``, ``utt2num_frames`` read as floats, quality measures),
+``token`` (utt2spk) and ``token_vector`` (spk2utt); ``check_token`` is Kaldi's IsToken for keys.
 """
 
 import re
@@ -15,6 +16,7 @@ from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import codec, streams
 from pauc_backend.kaldi_io.lines import MAX_LIST_LINE_BYTES
 
+_TOKEN = re.compile(rb"[^ \t\n\v\f\r]+")
 _BLANKS = re.compile(rb"[ \t\v\f\r]*")
 
 # -- holders -------------------------------------------------------------------------------------
@@ -98,6 +100,51 @@ class _Int32Holder(_Holder):
         return b"\0B" + struct.pack("<bi", 4, value) if binary else b"%d \n" % value
 
 
+class _FloatHolder(_Holder):
+    """BasicHolder<BaseFloat>: binary ``\0B\x04<float32>`` (or ``\x08<float64>``), text
+    ``3.52 \n`` (utt2dur). A text error names the line, as these tables are often hand-made."""
+    name = "float"
+
+    def read(self, cur):
+        if codec.read_binary_header(cur):
+            return codec.read_float(cur, True)
+        cur.pos = _BLANKS.match(cur.data, cur.pos).end()
+        match = _TOKEN.match(cur.data, cur.pos)
+        if match is None:
+            raise self._error(cur, "found the end of the line, expected a number")
+        try:
+            if b"_" in match.group():       # Python's float takes "1_0" as 10; C++ does not
+                raise ValueError
+            value = float(match.group())
+        except ValueError:
+            raise self._error(cur, "got %s, not a number" % codec.show(match.group())) \
+                from None
+        cur.pos = _BLANKS.match(cur.data, match.end()).end()
+        nxt = cur.data[cur.pos:cur.pos + 1]
+        if nxt == b"\n":
+            cur.pos += 1
+        elif nxt:
+            raise self._error(cur, "expected one number, got more (%s)" % codec.show(
+                _TOKEN.match(cur.data, cur.pos).group()))
+        return value
+
+    @staticmethod
+    def _error(cur, problem):
+        """The problem on its line (whole-file input) or at its byte (a stream's tail)."""
+        if cur.base:
+            return cur.error("Failed to read float: " + problem)
+        line = 1 + int(np.count_nonzero(
+            np.frombuffer(cur.data, dtype=np.uint8, count=cur.pos) == ord("\n")))
+        return KaldiError("Bad value for key '%s' on line %d of %s: %s" % (
+            cur.key, line, streams.printable(cur.name), problem))
+
+    def encode(self, value, binary):
+        value = float(value)
+        if binary:
+            return b"\0B" + struct.pack("<bf", 4, value)
+        return b"%g \n" % float(np.float32(value))     # WriteBasicType<float>: os << f << " "
+
+
 class _TokenHolder(_Holder):
     """TokenHolder (utt2spk): one token then newline; text only."""
     name = "token"
@@ -145,6 +192,7 @@ HOLDERS = {
     "matrix": _MatrixHolder("matrix", np.dtype(np.float32)),
     "double_matrix": _MatrixHolder("double_matrix", np.dtype(np.float64)),
     "int32": _Int32Holder(),
+    "float": _FloatHolder(),
     "token": _TokenHolder(),
     "token_vector": _TokenVectorHolder(),
 }

@@ -9,21 +9,25 @@ from pauc_backend.kaldi_io.keyed import (AlignedScores, KeySpace, PairTable, joi
                                          join_score_matrix, read_labelled_trials)
 
 
-def read_joined_scores(log, score_rxs, trials_rx=None):
+def read_joined_scores(log, score_rxs, trials_rx=None, key_ids=False):
     """The score files joined by key (kaldi_io.keyed, in the first file's order), with the
-    labels of ``trials_rx`` if given: (scores (n, K) float64, is_target or None, #trials).
+    labels of ``trials_rx`` if given: (scores (n, K) float64, is_target or None, #trials);
+    with ``key_ids`` a fourth item (KeySpace, ids1, ids2): the key ids of each joined trial.
     Memory at the peak, with trials: 8 bytes a trial for their table, 9 for each further score
     file (a column of it, ``AlignedScores``) and the result (8 bytes a score, 1 a label),
-    filled in place: 36 bytes a trial for a fusion of two files."""
+    filled in place: 36 bytes a trial for a fusion of two files (8 more with ``key_ids``)."""
     keys = KeySpace()
     tables = [read_labelled_trials(trials_rx, keys)] if trials_rx is not None else []
     tables += [AlignedScores.read(rx, tables[0]) if tables else PairTable.read(rx, keys, "score")
                for rx in score_rxs[1:]]
-    scores, labels = join_score_matrix(log, score_rxs[0], keys, tables)
+    joined = join_score_matrix(log, score_rxs[0], keys, tables, key_ids=key_ids)
+    scores, labels = joined[:2]
     num_trials = len(tables[0]) if trials_rx is not None else None
     is_target = labels[0] if trials_rx is not None else None
     del tables
     check_finite_scores(scores, score_rxs)
+    if key_ids:
+        return scores, is_target, num_trials, (keys,) + joined[2]
     return scores, is_target, num_trials
 
 

@@ -225,6 +225,11 @@ def read_int32_table(rspecifier):
     return _read_dict(rspecifier, "int32")
 
 
+def read_float_table(rspecifier):
+    """``{key: float}`` of a BaseFloat table (utt2dur, a quality measure), in file order."""
+    return _read_dict(rspecifier, "float")
+
+
 def read_token_table(rspecifier):
     """``{key: token}`` of a token table (utt2spk), in file order."""
     return _read_dict(rspecifier, "token")
@@ -440,6 +445,13 @@ def write_int32_table(wspecifier, keys, values):
     with TableWriter(wspecifier, "int32") as writer:
         for key, value in zip(keys, values):
             writer.write(key, value)
+
+
+def write_float_table(wspecifier, keys, values):
+    """Write ``key value`` BaseFloat entries (``ark,t:`` gives Kaldi's ``utt 3.52`` lines)."""
+    with TableWriter(wspecifier, "float") as writer:
+        for key, value in zip(keys, values):
+            writer.write(key, float(value))
 
 
 def write_token_table(wspecifier, table):

@@ -111,11 +111,11 @@ class ClusterBootstrap:
         return column_values(out, cols)
 
 
-def bootstrap_columns(setting):
+def bootstrap_columns(setting, calibration=False):
     """What the bootstrap resamples: the columns of ``setting`` whose metric has a weighted
-    definition (``metrics.registry``), calibration metrics excluded: EER, minDCF per prior,
-    pAUC, AUC today."""
-    return columns(replace(setting, llr=False), weighted=True)
+    definition (``metrics.registry``): EER, minDCF per prior, pAUC, AUC today; the calibration
+    metrics (actDCF per prior, Cllr) only when asked (``calibration`` and ``setting.llr``)."""
+    return columns(setting if calibration else replace(setting, llr=False), weighted=True)
 
 
 def bootstrap_statistics(boot, num_resamples, seed=0, setting=Setting(), workers=2):
@@ -123,14 +123,15 @@ def bootstrap_statistics(boot, num_resamples, seed=0, setting=Setting(), workers
     return paired_bootstrap_statistics([boot], num_resamples, seed, setting, workers)[0]
 
 
-def paired_bootstrap_statistics(boots, num_resamples, seed=0, setting=Setting(), workers=2):
+def paired_bootstrap_statistics(boots, num_resamples, seed=0, setting=Setting(), workers=2,
+                                calibration=False):
     """``bootstrap_statistics`` of several systems scored on the SAME trials (one
     ClusterBootstrap each, built with the same enrollment and test clusters): each resample's
     multiplicities (a, b) are drawn once and applied to every system, so the differences
     between systems are paired. Returns one array per system (columns
-    ``bootstrap_columns(setting)``); the first equals ``bootstrap_statistics`` of that system
-    alone."""
-    cols = bootstrap_columns(setting)
+    ``bootstrap_columns(setting, calibration)``); the first equals ``bootstrap_statistics`` of
+    that system alone."""
+    cols = bootstrap_columns(setting, calibration)
     first = boots[0]
     for other in boots[1:]:
         if (other.num_enroll, other.num_test) != (first.num_enroll, first.num_test) or not (
@@ -188,7 +189,8 @@ def confidence_summary(stats, level, setting=Setting()):
     return out, used
 
 
-def paired_summary(stats_a, stats_b, point_a, point_b, setting=Setting(), level=0.95):
+def paired_summary(stats_a, stats_b, point_a, point_b, setting=Setting(), level=0.95,
+                   calibration=False):
     """Paired comparison of system B against A from ``paired_bootstrap_statistics``.
 
     For each bootstrapped column (``bootstrap_columns(setting)``: EER, each minDCF, pAUC,
@@ -202,7 +204,7 @@ def paired_summary(stats_a, stats_b, point_a, point_b, setting=Setting(), level=
     stats_b = np.asarray(stats_b, dtype=np.float64)
     q = [(1 - level) / 2, (1 + level) / 2]
     out = []
-    for index, col in enumerate(bootstrap_columns(setting)):
+    for index, col in enumerate(bootstrap_columns(setting, calibration)):
         a, b = stats_a[:, index], stats_b[:, index]
         ok = ~np.isnan(a) & ~np.isnan(b)
         value_a, value_b = col.get(point_a), col.get(point_b)

@@ -165,6 +165,10 @@ def _act_dcf(trials, s):
     return [(float(value), {}) for value in values]
 
 
+def _weighted_cllr(v, s):
+    return v.sorted.cllr(v.w_tar, v.w_non)
+
+
 def _cllr(trials, s):
     from pauc_backend.metrics import llr
     return llr.cllr(*trials.raw), {}
@@ -215,7 +219,7 @@ METRICS = (
            llr_only=True),
     Metric("cllr", "Cllr", False, "mean log2(1 + exp(-llr)) over targets and "
            "log2(1 + exp(llr)) over non-targets, averaged over the classes",
-           _cllr, llr_only=True),
+           _cllr, _weighted_cllr, llr_only=True),
     Metric("min_cllr", "minCllr", False, "Cllr after the optimal monotone (PAV) recalibration",
            _min_cllr, llr_only=True),
 )

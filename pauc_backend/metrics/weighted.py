@@ -192,6 +192,18 @@ class SortedTrials:
         view = WeightedView(self, w_tar, w_non, cum_tar, cum_non, integer)
         return weighted_values(view, setting, metrics)
 
+    def cllr(self, w_tar, w_non):
+        """Weighted Cllr of LLR scores (``metrics.llr.cllr`` with weighted class means of
+        log2(1 + e^-llr) over targets and log2(1 + e^llr) over non-targets); the per-trial
+        terms are computed once."""
+        if getattr(self, "_cllr_terms", None) is None:
+            self._cllr_terms = (np.logaddexp(0.0, -self.tar) / np.log(2.0),
+                                np.logaddexp(0.0, self.non) / np.log(2.0))
+        tar_terms, non_terms = self._cllr_terms
+        w_tar = np.asarray(w_tar, dtype=np.float64)
+        w_non = np.asarray(w_non, dtype=np.float64)
+        return float(0.5 * (w_tar @ tar_terms / w_tar.sum() + w_non @ non_terms / w_non.sum()))
+
     def act_dcf(self, w_tar, w_non, p_targets, c_miss=1.0, c_fa=1.0):
         """Weighted actual DCF of LLR scores (``metrics.llr.act_dcf`` with weighted rates:
         Pmiss = weight of targets with llr < theta, Pfa = weight of non-targets >= theta)."""

@@ -13,6 +13,9 @@
 #   4  scoring of every system
 #   5  calibration (2-fold over the enrolled speakers)
 #   6  results table, DET and ROC plots
+#   7  with durations (the default): QMF against score-only calibration, both trained on a
+#      development set of other speakers (data/dev_*) and applied to the evaluation trials,
+#      compared on the same paired bootstrap resamples (steps/qmf.sh, compare-systems --llr)
 
 set -o pipefail
 orig_pwd=$PWD
@@ -29,6 +32,8 @@ seed=777        # seed of the synthetic corpus
 dim=80          # dimension of the synthetic x-vectors
 lda_dim=50
 nj=2            # parallel jobs for metric training and scoring
+durations=true  # utt2dur, duration-dependent noise, a development set and the QMF stage
+bootstrap=1000  # paired resamples of stage 7
 help_message="Usage: $0 [options]
   --stage N        start at stage N (0..6; default 0)
   --stop-stage N   stop after stage N
@@ -37,6 +42,9 @@ help_message="Usage: $0 [options]
   --dim N          dimension of the synthetic vectors (default $dim)
   --lda-dim N      LDA output dimension (default $lda_dim)
   --nj N           parallel jobs (default $nj)
+  --durations B    utterance durations (utt2dur), a development set and stage 7 (QMF)
+                   (true|false, default $durations)
+  --bootstrap N    paired resamples of stage 7 (default $bootstrap)
 Each stage is printed with its elapsed time; logs go to <dir>/exp/log/."
 . utils/parse_options.sh || exit 1
 if [ $# -ne 0 ]; then
@@ -62,10 +70,18 @@ systems="cosine triplet_lnorm pauc_lnorm plda triplet_plda pauc_plda plda_adapt 
 
 if [ $stage -le 0 ] && [ $stop_stage -ge 0 ]; then
   stage_begin 0 "synthetic corpus (seed $seed, dim $dim) in $data"
+  num_dev=0
+  $durations && num_dev=80    # as many development speakers as evaluation speakers
   $train_cmd $exp/log/make_synthetic_vectors.log \
-    make-synthetic-vectors --seed=$seed --dim=$dim $data || exit 1
+    make-synthetic-vectors --seed=$seed --dim=$dim --durations=$durations \
+    --num-dev-speakers=$num_dev $data || exit 1
   stage_end
 fi
+
+# The evaluation (enroll, test, trials) and, when the corpus has one, the development set
+# (dev_enroll, dev_test, dev_trials) are preprocessed and scored alike.
+enroll_sets="enroll"
+[ -f $data/dev_trials ] && enroll_sets+=" dev_enroll"
 
 if [ $stage -le 1 ] && [ $stop_stage -ge 1 ]; then
   stage_begin 1 "mean.vec, LDA ($lda_dim), PLDA, adapted PLDA"
@@ -73,10 +89,12 @@ if [ $stage -le 1 ] && [ $stop_stage -ge 1 ]; then
   background $train_cmd $exp/log/compute_mean.log \
     compute-vector-mean scp:$data/adapt/xvector.scp $exp/mean.vec
   # Speaker means of the enrollment vectors and their counts (extract_xvectors.sh stage 2).
-  background $train_cmd $exp/log/enroll_speaker_mean.log \
-    compute-vector-mean ark:$data/enroll/spk2utt scp:$data/enroll/xvector.scp \
-    ark,scp:$exp/enroll_spk_xvector.ark,$exp/enroll_spk_xvector.scp \
-    ark,t:$exp/enroll_num_utts.ark
+  for enroll in $enroll_sets; do
+    background $train_cmd $exp/log/${enroll}_speaker_mean.log \
+      compute-vector-mean ark:$data/$enroll/spk2utt scp:$data/$enroll/xvector.scp \
+      ark,scp:$exp/${enroll}_spk_xvector.ark,$exp/${enroll}_spk_xvector.scp \
+      ark,t:$exp/${enroll}_num_utts.ark
+  done
   background $train_cmd $exp/log/lda.log \
     train-lda --total-covariance-factor=0.0 --dim=$lda_dim \
     "ark:subtract-vector-mean scp:$data/train/xvector.scp ark:- |" \
@@ -98,16 +116,20 @@ if [ $stage -le 2 ] && [ $stop_stage -ge 2 ]; then
   # Training vectors are centred on their own mean, evaluation vectors on mean.vec; the
   # enrollment vector of a speaker is the mean of its raw vectors (n enters via --num-utts).
   train_lda="ark:subtract-vector-mean scp:$data/train/xvector.scp ark:- | transform-vectors $exp/transform.mat ark:- ark:- |"
-  enroll_lda="ark:subtract-vector-mean $exp/mean.vec scp:$exp/enroll_spk_xvector.scp ark:- | transform-vectors $exp/transform.mat ark:- ark:- |"
-  test_lda="ark:subtract-vector-mean $exp/mean.vec scp:$data/test/xvector.scp ark:- | transform-vectors $exp/transform.mat ark:- ark:- |"
   mkdir -p $exp/lnorm $exp/plda_latent $exp/plda_adapt_latent
-  for set in train enroll test; do
-    eval "input=\$${set}_lda"
+  sets="train enroll test"
+  [ -f $data/dev_trials ] && sets+=" dev_enroll dev_test"
+  for set in $sets; do
+    case $set in
+      train) input=$train_lda ;;
+      *enroll) input="ark:subtract-vector-mean $exp/mean.vec scp:$exp/${set}_spk_xvector.scp ark:- | transform-vectors $exp/transform.mat ark:- ark:- |" ;;
+      *) input="ark:subtract-vector-mean $exp/mean.vec scp:$data/$set/xvector.scp ark:- | transform-vectors $exp/transform.mat ark:- ark:- |" ;;
+    esac
     background $train_cmd $exp/log/lnorm_$set.log \
       normalize-vector-length --scaleup=false "$input" \
       ark,scp:$exp/lnorm/$set.ark,$exp/lnorm/$set.scp
     num_utts=
-    [ $set = enroll ] && num_utts=--num-utts=ark:$exp/enroll_num_utts.ark
+    case $set in *enroll) num_utts=--num-utts=ark:$exp/${set}_num_utts.ark ;; esac
     for model in plda plda_adapt; do
       background $train_cmd $exp/log/${model}_latent_$set.log \
         transform-plda-latent $num_utts $exp/$model \
@@ -142,28 +164,35 @@ if [ $stage -le 3 ] && [ $stop_stage -ge 3 ]; then
   stage_end
 fi
 
-if [ $stage -le 4 ] && [ $stop_stage -ge 4 ]; then
-  stage_begin 4 "scoring $(wc -l < $trials) trials"
-  mkdir -p $exp/scores
-  background $train_cmd $exp/log/score_cosine.log \
-    score-cosine-trials "cut -d' ' -f1,2 $trials |" scp:$exp/lnorm/enroll.scp \
-    scp:$exp/lnorm/test.scp $exp/scores/cosine
+# score_all <enroll-set> <test-set> <trials> <out-dir>: every system on one trial list.
+score_all() {
+  local enroll=$1 test=$2 list=$3 out=$4 model system name pre loss feats
+  mkdir -p $out
+  background $train_cmd $exp/log/score_cosine_$enroll.log \
+    score-cosine-trials "cut -d' ' -f1,2 $list |" scp:$exp/lnorm/$enroll.scp \
+    scp:$exp/lnorm/$test.scp $out/cosine
   for model in plda plda_adapt; do
-    background $train_cmd $exp/log/score_$model.log \
+    background $train_cmd $exp/log/score_${model}_$enroll.log \
       score-plda-trials --normalize-length=true \
-      --num-utts=ark:$exp/enroll_num_utts.ark \
+      --num-utts=ark:$exp/${enroll}_num_utts.ark \
       "copy-plda --smoothing=0.0 $exp/$model - |" \
-      "ark:subtract-vector-mean $exp/mean.vec scp:$exp/enroll_spk_xvector.scp ark:- | transform-vectors $exp/transform.mat ark:- ark:- | normalize-vector-length ark:- ark:- |" \
-      "ark:subtract-vector-mean $exp/mean.vec scp:$data/test/xvector.scp ark:- | transform-vectors $exp/transform.mat ark:- ark:- | normalize-vector-length ark:- ark:- |" \
-      "cut -d' ' -f1,2 $trials |" $exp/scores/$model
+      "ark:subtract-vector-mean $exp/mean.vec scp:$exp/${enroll}_spk_xvector.scp ark:- | transform-vectors $exp/transform.mat ark:- ark:- | normalize-vector-length ark:- ark:- |" \
+      "ark:subtract-vector-mean $exp/mean.vec scp:$data/$test/xvector.scp ark:- | transform-vectors $exp/transform.mat ark:- ark:- | normalize-vector-length ark:- ark:- |" \
+      "cut -d' ' -f1,2 $list |" $out/$model
   done
   for system in $metric_systems; do
     IFS=: read -r name pre loss <<< "$system"
     feats=$(feats_of $pre)
-    background $train_cmd $exp/log/score_$name.log \
-      score-pauc-trials $exp/metrics/$name scp:$feats/enroll.scp scp:$feats/test.scp \
-      $trials $exp/scores/$name
+    background $train_cmd $exp/log/score_${name}_$enroll.log \
+      score-pauc-trials $exp/metrics/$name scp:$feats/$enroll.scp scp:$feats/$test.scp \
+      $list $out/$name
   done
+}
+
+if [ $stage -le 4 ] && [ $stop_stage -ge 4 ]; then
+  stage_begin 4 "scoring $(wc -l < $trials) trials$([ -f $data/dev_trials ] && echo " and $(wc -l < $data/dev_trials) development trials")"
+  score_all enroll test $trials $exp/scores
+  [ -f $data/dev_trials ] && score_all dev_enroll dev_test $data/dev_trials $exp/dev_scores
   wait_background || exit 1
   stage_end
 fi
@@ -181,5 +210,19 @@ if [ $stage -le 6 ] && [ $stop_stage -ge 6 ]; then
     > $exp/results.txt || exit 1
   cat $exp/results.txt
   echo "DET and ROC plots: $exp/det.png $exp/roc.png"
+  stage_end
+fi
+
+if [ $stage -le 7 ] && [ $stop_stage -ge 7 ] && [ -f $data/test/utt2dur ] && [ -f $data/dev_trials ]; then
+  stage_begin 7 "QMF (durations) against score-only calibration, trained on the development speakers"
+  # Durations of the trial sides: an enrolled speaker's is the sum of its utterances'.
+  for set in enroll dev_enroll; do
+    utils/durations.sh --spk2utt $data/$set/spk2utt $data/$set $exp/${set}_durations || exit 1
+  done
+  steps/qmf.sh --cmd "$train_cmd" --nj $nj --bootstrap $bootstrap \
+    $data/dev_trials $exp/dev_scores $exp/dev_enroll_durations $data/dev_test/utt2dur \
+    $trials $exp/scores $exp/enroll_durations $data/test/utt2dur $exp/qmf $systems \
+    > $exp/qmf.txt || exit 1
+  cat $exp/qmf.txt
   stage_end
 fi

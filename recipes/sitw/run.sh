@@ -20,7 +20,10 @@
 #   13  TripletMetric / pAUCMetric training on length-normalised vectors and in the PLDA
 #       latent space
 #   14  Cosine and metric scoring of both    -> ..._core_scores_{cosine,<loss>_<prep>}
-#   15  calibration trained on Dev.Core, applied to Eval.Core: actDCF and Cllr of every system
+#   15  calibration trained on Dev.Core, applied to Eval.Core: actDCF and Cllr of every system;
+#       when the enroll and test data directories have utt2dur (or utt2num_frames), also a QMF
+#       calibration whose logistic regression sees the trial sides' durations (min and max of
+#       log durations; an enrollment model's is the sum of its utterances')
 #   16  with --auto true: pAUCMetric (auto), a whole back-end chosen by cross-fitting on the
 #       training speakers (steps/pauc_auto.sh; with --nj N > 1 its folds run as N jobs through
 #       $train_cmd), scored on both -> ..._core_scores_pauc_auto
@@ -186,9 +189,32 @@ if [ $stage -le 14 ] && [ $stop_stage -ge 14 ]; then
   done
 fi
 
+# calibrated_line <llr> <trials>: "actDCF(p-target=0.01): A, Cllr: C"
+calibrated_line() {
+  compute-eer-pauc --allow-partial --report=table --llr --p-target=0.01 $1 $2 2>/dev/null |
+    awk 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+         NR == 2 && col["actDCF(0.01)"] && col["Cllr"] {
+           print "actDCF(p-target=0.01): " $col["actDCF(0.01)"] ", Cllr: " $col["Cllr"]; found = 1 }
+         END { exit !found }'
+}
+
 if [ $stage -le 15 ] && [ $stop_stage -ge 15 ]; then
   # Linear calibration (BOSARIS-style logistic regression at the DCF prior) trained on Dev.Core
   # and applied to Eval.Core, as in the paper's calibration experiment.
+  # Durations of every trial side, when the data directories have them: QMF too.
+  qmf=true
+  for task in dev eval; do
+    for side in enroll test; do
+      spk2utt=
+      [ $side = enroll ] && spk2utt="--spk2utt data/sitw_${task}_enroll/spk2utt"
+      "$script_dir/../common/utils/durations.sh" $spk2utt data/sitw_${task}_$side \
+        $scores_dir/sitw_${task}_${side}_durations
+      case $? in 0) ;; 2) qmf=false ;; *) exit 1 ;; esac   # 2: no utt2dur nor utt2num_frames
+    done
+  done
+  quality() {
+    echo "--enroll-duration=ark:$scores_dir/sitw_$1_enroll_durations --test-duration=ark:$scores_dir/sitw_$1_test_durations"
+  }
   for system in plda $new_systems; do
     suffix=_$system
     [ $system = plda ] && suffix=
@@ -199,12 +225,18 @@ if [ $stage -le 15 ] && [ $stop_stage -ge 15 ]; then
       apply-calibration $scores_dir/calibration$suffix $scores_dir/sitw_eval_core_scores$suffix \
       $scores_dir/sitw_eval_core_llr$suffix || exit 1
     llr=$scores_dir/sitw_eval_core_llr$suffix
-    line=$(compute-eer-pauc --allow-partial --report=table --llr --p-target=0.01 $llr $(trials_of eval) 2>/dev/null |
-      awk 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
-           NR == 2 && col["actDCF(0.01)"] && col["Cllr"] {
-             print "actDCF(p-target=0.01): " $col["actDCF(0.01)"] ", Cllr: " $col["Cllr"]; found = 1 }
-           END { exit !found }') || { echo "$0: evaluating $llr failed" >&2; exit 1; }
+    line=$(calibrated_line $llr $(trials_of eval)) || { echo "$0: evaluating $llr failed" >&2; exit 1; }
     echo "$(system_label $system), sitw_eval Core calibrated on sitw_dev Core: $line"
+    $qmf || continue
+    $train_cmd $scores_dir/log/qmf$suffix.log \
+      train-calibration --prior=0.01 $(quality dev) $(trials_of dev) \
+      $scores_dir/sitw_dev_core_scores$suffix $scores_dir/qmf$suffix || exit 1
+    $train_cmd $scores_dir/log/apply_qmf$suffix.log \
+      apply-calibration $(quality eval) $scores_dir/qmf$suffix \
+      $scores_dir/sitw_eval_core_scores$suffix $scores_dir/sitw_eval_core_llr_qmf$suffix || exit 1
+    llr=$scores_dir/sitw_eval_core_llr_qmf$suffix
+    line=$(calibrated_line $llr $(trials_of eval)) || { echo "$0: evaluating $llr failed" >&2; exit 1; }
+    echo "$(system_label $system), sitw_eval Core QMF-calibrated (durations) on sitw_dev Core: $line"
   done
 fi
 

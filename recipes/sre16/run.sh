@@ -22,6 +22,10 @@
 #   13  with --auto true: pAUCMetric (auto), a whole back-end chosen by cross-fitting on the
 #       (out-of-domain) training speakers (steps/pauc_auto.sh; with --nj N > 1 its folds run as
 #       N jobs through $train_cmd)      -> exp/scores/sre16_eval_scores_pauc_auto
+#   14  when data/sre16_eval_{enroll,test} have utt2dur or utt2num_frames (make_mfcc.sh
+#       --write-utt2num-frames writes it): calibration 2-fold over the enrolled speakers of
+#       every scored system, score-only and QMF (durations of the trial sides; an enrolled
+#       speaker's is the sum of its segments'): actDCF and Cllr of both
 # Each scoring stage echoes EER, minDCF (p-target 0.01) and pAUC[0,0.01], pooled and per language,
 # and SRE16's primary metric: Cprimary = mean of the minDCF at p-target 0.01 and 0.005 of the
 # rates equalised over partitions (compute-eer-pauc --partitions; NIST's equalised scoring).
@@ -44,8 +48,9 @@ metric_opts=        # extra options for train-pauc-metric, e.g. "--num-iters=200
 partitions=         # <enroll> <test> <partition> file for the equalised Cprimary (default: language)
 auto=false          # stage 13: pAUCMetric (auto)
 auto_opts=          # extra options for train-pauc-auto
+qmf_systems=        # stage 14: the systems calibrated (default: every scored one)
 help_message="Usage: $0 [options] <egs-dir>      (e.g. . for the current directory)
-  --stage N          first stage (8..13; default $stage)
+  --stage N          first stage (8..14; default $stage)
   --stop-stage N     last stage
   --use-kaldi B      auto|true|false: Kaldi's binaries for the baseline stages (default $use_kaldi)
   --nj N             parallel scoring jobs through \$train_cmd (default $nj)
@@ -55,7 +60,9 @@ help_message="Usage: $0 [options] <egs-dir>      (e.g. . for the current directo
   --partitions F     <enroll> <test> <partition> lines for the equalised Cprimary
                      (default: the trial's language, from trials_tgl and trials_yue)
   --auto B           stage 13: pAUCMetric (auto) (true|false, default $auto)
-  --auto-opts S      extra options for train-pauc-auto (e.g. \"--num-folds=3\")"
+  --auto-opts S      extra options for train-pauc-auto (e.g. \"--num-folds=3\")
+  --qmf-systems S    stage 14: systems to calibrate, e.g. \"plda plda_adapt cosine\" (default:
+                     every scored one)"
 if [ -f "$script_dir/../common/utils/parse_options.sh" ]; then
   . "$script_dir/../common/utils/parse_options.sh" || exit 1
 else
@@ -257,4 +264,49 @@ if $auto && [ $stage -le 13 ] && [ $stop_stage -ge 13 ]; then
     scp:$test/xvector.scp $sre16_trials exp/pauc_auto || exit 1
   cp exp/pauc_auto/scores/pauc_auto exp/scores/sre16_eval_scores_pauc_auto || exit 1
   report "Using $(system_label pauc_auto)" exp/scores/sre16_eval_scores_pauc_auto || exit 1
+fi
+
+if [ $stage -le 14 ] && [ $stop_stage -ge 14 ]; then
+  # Kaldi's egs/sre16/v2 does not calibrate and has no labelled development set: each half of
+  # the enrolled speakers is calibrated on the other half's trials (utils/calibrate_2fold.sh).
+  qmf_dir=exp/scores/qmf_2fold
+  mkdir -p $qmf_dir || exit 1
+  qmf=true
+  for side in enroll test; do
+    spk2utt=
+    [ $side = enroll ] && spk2utt="--spk2utt data/sre16_eval_enroll/spk2utt"
+    "$script_dir/../common/utils/durations.sh" $spk2utt data/sre16_eval_$side \
+      $qmf_dir/${side}_durations
+    case $? in 0) ;; 2) qmf=false ;; *) exit 1 ;; esac   # 2: no utt2dur nor utt2num_frames
+  done
+  if $qmf; then
+    names=
+    if [ -n "$qmf_systems" ]; then
+      for system in $qmf_systems; do
+        case $system in
+          plda) names+=" sre16_eval_scores" ;;
+          plda_adapt) names+=" sre16_eval_scores_adapt" ;;
+          *) names+=" sre16_eval_scores_$system" ;;
+        esac
+      done
+    else
+      for f in exp/scores/sre16_eval_scores exp/scores/sre16_eval_scores_*; do
+        case $f in *.*|*_llr*) continue ;; esac
+        [ -f $f ] && names+=" ${f#exp/scores/}"
+      done
+    fi
+    "$script_dir/../common/steps/qmf_2fold.sh" --cmd "$train_cmd" --nj $nj $sre16_trials \
+      exp/scores $qmf_dir/enroll_durations $qmf_dir/test_durations $qmf_dir $names \
+      > $qmf_dir/summary || exit 1
+    while read -r name act cllr qmf_act qmf_cllr; do
+      case $name in
+        sre16_eval_scores) label="Out-of-Domain PLDA" ;;
+        sre16_eval_scores_adapt) label="Adapted PLDA" ;;
+        *) label=$(system_label ${name#sre16_eval_scores_}) ;;
+      esac
+      echo "Using $label, calibrated 2-fold over the enrolled speakers: actDCF(p-target=0.01): $act, Cllr: $cllr; with durations (QMF): actDCF(p-target=0.01): $qmf_act, Cllr: $qmf_cllr"
+    done < $qmf_dir/summary
+  else
+    echo "$0: stage 14: no utt2dur or utt2num_frames in data/sre16_eval_enroll and data/sre16_eval_test: no QMF calibration"
+  fi
 fi

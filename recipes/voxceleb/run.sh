@@ -21,6 +21,10 @@
 #   15  pAUCMetric (auto): train-pauc-auto --enroll-utts=0 (single segments on both sides, as
 #       VoxCeleb1-O) chooses and trains a back-end from the training speakers, score-pauc-auto
 #   16  one table of every system: EER, minDCF(0.01), minDCF(0.001), pAUC[0,0.01]
+#   17  when data/$test_set has utt2dur or utt2num_frames (make_mfcc.sh --write-utt2num-frames
+#       writes it): calibration 2-fold over the test speakers of every system, score-only and
+#       QMF (min and max of the two segments' log durations, as WeSpeaker's and Hyperion's QMF):
+#       actDCF and Cllr of both
 # Scoring stages echo EER, minDCF (p-target 0.01 and 0.001) and pAUC[0,0.01] per system. With
 # --trials "trials trials_E trials_H" every list in data/voxceleb1_test is scored (scores
 # ..._E, ..._H); make them with convert-voxceleb-trials, e.g.
@@ -50,8 +54,9 @@ losses="pauc"
 metric_opts=        # extra options for train-pauc-metric
 auto=true           # stage 15: pAUCMetric (auto)
 auto_opts=          # extra options for train-pauc-auto, e.g. "--num-folds=3"
+qmf_systems=        # stage 17: the systems calibrated (default: every scored one)
 help_message="Usage: $0 [options] <egs-dir>      (e.g. . for the current directory)
-  --stage N          first stage (10..16; default $stage)
+  --stage N          first stage (10..17; default $stage)
   --stop-stage N     last stage
   --use-kaldi B      auto|true|false: Kaldi's binaries for the baseline stages (default $use_kaldi)
   --nj N             parallel scoring jobs through \$train_cmd (default $nj)
@@ -62,7 +67,9 @@ help_message="Usage: $0 [options] <egs-dir>      (e.g. . for the current directo
   --losses L         metrics to train, among \"pauc triplet\" (default \"$losses\")
   --metric-opts S    extra options for train-pauc-metric
   --auto B           train and score pAUCMetric (auto) (true|false, default $auto)
-  --auto-opts S      extra options for train-pauc-auto (e.g. \"--seed=1\")"
+  --auto-opts S      extra options for train-pauc-auto (e.g. \"--seed=1\")
+  --qmf-systems S    stage 17: systems to calibrate, e.g. \"plda cosine_raw\" (default: every
+                     scored one)"
 if [ -f "$script_dir/../common/utils/parse_options.sh" ]; then
   . "$script_dir/../common/utils/parse_options.sh" || exit 1
 else
@@ -242,4 +249,36 @@ if [ $stage -le 16 ] && [ $stop_stage -ge 16 ]; then
       printf '%-30s %8s %12s %13s %8s\n' "$(system_label $system)" $eer $mindcf1 $mindcf2 $pauc
     done
   done
+fi
+
+if [ $stage -le 17 ] && [ $stop_stage -ge 17 ]; then
+  # No development set here: each half of the test speakers is calibrated on the other half's
+  # trials (utils/calibrate_2fold.sh --utt2spk); both sides are segments of data/$test_set.
+  qmf_dir=exp/qmf_2fold_$test_set
+  mkdir -p $qmf_dir || exit 1
+  "$script_dir/../common/utils/durations.sh" data/$test_set $qmf_dir/durations
+  case $? in
+    0)
+      systems="plda $new_systems"
+      $auto && systems+=" pauc_auto"
+      [ -n "$qmf_systems" ] && systems=$qmf_systems
+      for list in $trials; do
+        names=
+        for system in $systems; do
+          scores=$(scores_of $list $system)
+          [ $system = plda ] && scores=$(scores_of $list)
+          [ -f $scores ] && names+=" ${scores#exp/}"
+        done
+        "$script_dir/../common/steps/qmf_2fold.sh" --cmd "$train_cmd" --nj $nj \
+          --utt2spk data/$test_set/utt2spk data/$test_set/$list exp $qmf_dir/durations \
+          $qmf_dir/durations $qmf_dir/$list $names > $qmf_dir/$list.summary || exit 1
+        while read -r name act cllr qmf_act qmf_cllr; do
+          system=${name#$(basename $(scores_of $list))}
+          system=${system#_}
+          echo "$(system_label ${system:-plda}), $(set_label $list), calibrated 2-fold over the test speakers: actDCF(p-target=0.01): $act, Cllr: $cllr; with durations (QMF): actDCF(p-target=0.01): $qmf_act, Cllr: $qmf_cllr"
+        done < $qmf_dir/$list.summary
+      done ;;
+    2) echo "$0: stage 17: no utt2dur or utt2num_frames in data/$test_set: no QMF calibration" ;;
+    *) exit 1 ;;
+  esac
 fi

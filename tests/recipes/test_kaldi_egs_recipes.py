@@ -201,6 +201,32 @@ def test_sre16_nj3_scores_are_byte_identical_to_nj1(sre16):
     assert len(list((egs / "exp/scores/log").glob("sre16_eval_scoring.*.log"))) >= 3
 
 
+def test_sre16_calibrates_2fold_with_durations_when_the_data_has_them(sre16):
+    """Issue 29: no durations, stage 14 says so; with utt2num_frames in data/sre16_eval_test
+    and utt2dur in data/sre16_eval_enroll, score-only and QMF 2-fold calibrations."""
+    golden, egs, stdout = sre16
+    assert "stage 14: no utt2dur or utt2num_frames" in stdout
+    for part, directory, table in (("enroll", "sre16_eval_enroll", "utt2dur"),
+                                   ("test", "sre16_eval_test", "utt2num_frames")):
+        keys = [l.split()[0] for l in (golden / "data" / part / "xvector.scp")
+                .read_text().splitlines()]
+        (egs / "data" / directory / table).write_text("".join(
+            "%s %s\n" % (k, ("%.2f" % (3.0 + (11 * i) % 37)) if table == "utt2dur" else
+                         "%d" % (150 + (900 * i) % 5000)) for i, k in enumerate(keys)))
+    try:
+        out = run_recipe("sre16", egs, "--stage=14", "--qmf-systems=plda")
+    finally:
+        for directory, table in (("sre16_eval_enroll", "utt2dur"),
+                                 ("sre16_eval_test", "utt2num_frames")):
+            (egs / "data" / directory / table).unlink()
+    lines = [l for l in out.splitlines() if l.startswith("Using Out-of-Domain PLDA, calibrated")]
+    assert len(lines) == 1, out
+    numbers = re.findall(r"actDCF\(p-target=0\.01\): (\S+), Cllr: ([^;\s]+)", lines[0])
+    assert len(numbers) == 2 and all(math.isfinite(float(v)) for pair in numbers for v in pair)
+    model = (egs / "exp/scores/qmf_2fold/qmf/fold1/sre16_eval_scores.calibration").read_bytes()
+    assert b"<Measure> duration " in model
+
+
 # ----------------------------------------------------------------------------------- sitw
 def reference_plda_scores(golden, mean, trials):
     """Kaldi's scoring pipeline in float64 numpy on the golden transform.mat and plda."""
@@ -251,6 +277,16 @@ def sitw(tmp_path_factory):
                  "data/sitw_%s_enroll" % task)
         copy_set(golden, "test", egs, "%s/xvectors_sitw_%s_test" % (nnet, task))
         write_trials(golden, egs / ("data/sitw_%s_test/trials/core-core.lst" % task))
+        # durations (issue 29): the enroll data directory has utt2dur, the test one
+        # utt2num_frames (Kaldi's make_mfcc.sh --write-utt2num-frames), both varied
+        for part, table in (("enroll", "utt2dur"), ("test", "utt2num_frames")):
+            keys = [l.split()[0] for l in (golden / "data" / part / "xvector.scp")
+                    .read_text().splitlines()]
+            values = ["%.2f" % (2.0 + (7 * i) % 41) if table == "utt2dur" else
+                      "%d" % (200 + (1300 * i) % 4100) for i in range(len(keys))]
+            (egs / ("data/sitw_%s_%s" % (task, part))).mkdir(parents=True, exist_ok=True)
+            (egs / ("data/sitw_%s_%s/%s" % (task, part, table))).write_text(
+                "".join("%s %s\n" % kv for kv in zip(keys, values)))
     stdout = run_recipe("sitw", egs, "--nj=1", "--losses=pauc")
     return golden, egs, egs / nnet, stdout
 
@@ -305,6 +341,34 @@ def test_sitw_echoes_eer_mindcf_pauc_and_calibration_of_every_system(sitw):
         act_dcf = float(calibrated[0].split("actDCF(p-target=0.01): ")[1].split(",")[0])
         cllr = float(calibrated[0].split("Cllr: ")[1])
         assert 0 <= act_dcf and 0 <= cllr and math.isfinite(act_dcf + cllr)
+
+
+def test_sitw_calibrates_with_the_durations_of_the_data_directories(sitw):
+    """Issue 29: with utt2dur (enroll) and utt2num_frames (test) in the data directories,
+    stage 15 also trains a QMF on Dev.Core and applies it to Eval.Core."""
+    _, egs, nnet, stdout = sitw
+    for label in ("PLDA", "Cosine", "pAUCMetric (length-norm)", "pAUCMetric (PLDA latent)"):
+        lines = [l for l in stdout.splitlines() if l.startswith(
+            "%s, sitw_eval Core QMF-calibrated (durations) on sitw_dev Core: " % label)]
+        assert len(lines) == 1, stdout
+        assert "actDCF(p-target=0.01): " in lines[0] and ", Cllr: " in lines[0]
+    model = (nnet / "scores/qmf").read_bytes()
+    assert b"<Measure> duration " in model
+    # an enrollment model's duration is the sum of its utterances'; frames are 10 ms
+    durations = dict(l.split() for l in (egs / "data/sitw_dev_enroll/utt2dur").read_text()
+                     .splitlines())
+    spk2utt = [l.split() for l in (egs / "data/sitw_dev_enroll/spk2utt").read_text()
+               .splitlines()]
+    written = dict(l.split() for l in (nnet / "scores/sitw_dev_enroll_durations").read_text()
+                   .splitlines())
+    for row in spk2utt:
+        assert float(written[row[0]]) == pytest.approx(sum(float(durations[u])
+                                                           for u in row[1:]))
+    frames = dict(l.split() for l in (egs / "data/sitw_eval_test/utt2num_frames").read_text()
+                  .splitlines())
+    written = dict(l.split() for l in (nnet / "scores/sitw_eval_test_durations").read_text()
+                   .splitlines())
+    assert written == {k: "%g" % (int(v) * 0.01) for k, v in frames.items()}
 
 
 def test_sitw_nj3_scores_are_byte_identical_to_nj1(sitw):

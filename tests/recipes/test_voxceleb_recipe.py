@@ -197,3 +197,28 @@ def test_recipe_without_egs_dir_prints_usage(tmp_path):
                           stderr=subprocess.PIPE, env=tool_env(), timeout=60)
     assert proc.returncode == 1 and "<egs-dir>" in proc.stderr.decode()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_stage_17_calibrates_2fold_by_test_speaker_with_the_segments_durations(voxceleb):
+    """Issue 29: without durations stage 17 says so; with utt2num_frames (and utt2spk) in
+    data/voxceleb1_test, score-only and QMF calibrations, 2-fold over the test speakers."""
+    _, egs, stdout = voxceleb
+    assert "stage 17: no utt2dur or utt2num_frames in data/voxceleb1_test" in stdout
+    data = egs / "data/voxceleb1_test"
+    keys = [l.split()[0] for l in (egs / NNET / "xvectors_voxceleb1_test/xvector.scp")
+            .read_text().splitlines()]
+    (data / "utt2num_frames").write_text("".join(
+        "%s %d\n" % (k, 150 + (700 * i) % 3900) for i, k in enumerate(keys)))
+    (data / "utt2spk").write_text("".join("%s %s\n" % (k, k.split("-")[0]) for k in keys))
+    try:
+        out = run_recipe(egs, "--stage=17", "--qmf-systems=plda cosine_raw")
+    finally:
+        (data / "utt2num_frames").unlink()
+        (data / "utt2spk").unlink()
+    for label in ("PLDA", "Cosine (raw vectors)"):
+        lines = [l for l in out.splitlines() if l.startswith(
+            "%s, voxceleb1_test, calibrated 2-fold over the test speakers: " % label)]
+        assert len(lines) == 1, out
+        assert "; with durations (QMF): actDCF(p-target=0.01): " in lines[0]
+    folds = (egs / "exp/qmf_2fold_voxceleb1_test/trials/qmf/speaker_folds").read_text()
+    assert {l.split()[1] for l in folds.splitlines()} == {"1", "2"}

@@ -20,7 +20,8 @@ replacement, trial (e, t) counted a_e * b_t times), the SAME resamples applied t
 files. For EER, minDCF (each --p-target), pAUC[--pauc-alpha, --pauc-beta] and AUC it prints
 the figures of A and B, the relative difference (B - A) / A, its percentile interval
 (--confidence) over the resamples, and the share of resamples in which B is better (lower
-EER / minDCF, higher pAUC / AUC; ties count one half). Only trials scored in both files are
+EER / minDCF, higher pAUC / AUC; ties count one half). With --llr (calibrated scores, e.g.
+score-only calibration against QMF) also actDCF and Cllr. Only trials scored in both files are
 used; when they are only part of the trials file's list that is an error, as in
 compute-eer-pauc, unless --allow-partial=true (the report then says scored/listed). With
 --utt2spk the clusters are the speakers of the trial keys (keys not in it are their own
@@ -47,6 +48,8 @@ tool.register("report", "table", "What to print: table (Markdown rows) or json",
               choices=("table", "json"))
 tool.register("name-a", "A", "Name of system A in the report")
 tool.register("name-b", "B", "Name of system B in the report")
+tool.register("llr", False, "Scores are calibrated log-likelihood ratios: also compare actDCF "
+              "(each --p-target) and Cllr on the same resamples")
 extras.register_allow_partial(tool)
 
 
@@ -54,11 +57,12 @@ tool.check(extras.check_band_and_priors)
 
 
 def _setting(opts, p_targets):
-    return Setting(p_targets, opts.pauc_alpha, opts.pauc_beta, opts.c_miss, opts.c_fa)
+    return Setting(p_targets, opts.pauc_alpha, opts.pauc_beta, opts.c_miss, opts.c_fa,
+                   llr=opts.llr)
 
 
 def _label(item, setting):
-    for col in bootstrap_columns(setting):
+    for col in bootstrap_columns(setting, calibration=setting.llr):
         if col.metric.key == item["metric"] and col.p_target == item.get("p_target"):
             return col.label(setting)
     return item["metric"]
@@ -112,9 +116,10 @@ def run(opts, args):
     boot_b = ClusterBootstrap(b, is_target, enroll, test)
     setting = _setting(opts, p_targets)
     stats_a, stats_b = paired_bootstrap_statistics([boot_a, boot_b], opts.bootstrap, opts.seed,
-                                                   setting)
+                                                   setting, calibration=opts.llr)
     rows = paired_summary(stats_a, stats_b, evaluate(a, is_target, setting).summary,
-                          evaluate(b, is_target, setting).summary, setting, opts.confidence)
+                          evaluate(b, is_target, setting).summary, setting, opts.confidence,
+                          calibration=opts.llr)
     listed = "" if a.size == num_listed else " of the %d listed" % num_listed
     log.log("Paired bootstrap: %d resamples of %d enrollment and %d test clusters (seed %d) "
             "over %d trials%s (%d target)" % (opts.bootstrap, boot_a.num_enroll,

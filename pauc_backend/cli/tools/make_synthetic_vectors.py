@@ -10,7 +10,15 @@ USAGE = """
 Write a synthetic speaker-verification corpus (PLDA-like between/within covariances, heavy-tailed
 within-speaker noise, an in-domain shift for adapt/enroll/test, varied utterance counts) as
 <out-dir>/{train,adapt,enroll,test}/{xvector.ark,xvector.scp,spk2utt,utt2spk} and <out-dir>/trials
-(enroll_spk test_utt target|nontarget). The same --seed gives the same files.
+(enroll_spk test_utt target|nontarget). The same --seed gives the same files. With
+--durations=true each set also gets utt2dur ("utt 3.52", seconds) and each utterance's
+within-speaker noise grows as its duration shrinks (variance x (1 + 30/d) / 4: the noise of
+the corpus without durations at 10 s); the training recordings last 20-60 s, the in-domain
+ones 2-60 s (log-uniform), the duration mismatch of back-ends trained on whole conversations.
+The rest of the corpus is the same draws (pauc_backend.datasets documents the model).
+--num-dev-speakers=N adds a development evaluation of N other in-domain speakers,
+<out-dir>/{dev_enroll,dev_test}/ and <out-dir>/dev_trials, of the same design, for training
+calibrations without the evaluation trials; the other files do not change.
 Usage:  make-synthetic-vectors [options] <out-dir>
 e.g.: make-synthetic-vectors --seed=777 --dim=80 data
 """
@@ -24,6 +32,10 @@ tool.register("num-eval-speakers", 80, "Evaluation speakers (enrolled and tested
 tool.register("within-dof", 5.0, "Degrees of freedom of the Student-t within-speaker noise "
               "(> 2; 'inf' for Gaussian noise)")
 tool.register("shift-scale", 1.0, "Standard deviation of the in-domain mean shift")
+tool.register("num-dev-speakers", 0, "Speakers of a development evaluation (dev_enroll, "
+              "dev_test, dev_trials; 0: none)", bounds=(">=0",))
+tool.register("durations", False, "Give each utterance a duration (utt2dur) that scales its "
+              "within-speaker noise")
 
 
 def _write_lines(path, lines):
@@ -41,6 +53,9 @@ def _write_set(out_dir, name, data):
                  ["%s %s" % (spk, " ".join(utts)) for spk, utts in sorted(spk2utt.items())])
     _write_lines(os.path.join(set_dir, "utt2spk"),
                  ["%s %s" % pair for pair in sorted(zip(data.keys, data.labels))])
+    if data.durations is not None:
+        _write_lines(os.path.join(set_dir, "utt2dur"),
+                     ["%s %g" % pair for pair in zip(data.keys, data.durations.tolist())])
     tool.log.log("Wrote %d vectors of dim %d, %d speakers, to %s" % (
         len(data.keys), data.X.shape[1], len(spk2utt), set_dir))
 
@@ -51,16 +66,28 @@ def run(opts, args):
                                  num_train_speakers=opts.num_train_speakers,
                                  num_adapt_speakers=opts.num_adapt_speakers,
                                  num_eval_speakers=opts.num_eval_speakers,
-                                 within_dof=opts.within_dof, shift_scale=opts.shift_scale)
+                                 within_dof=opts.within_dof, shift_scale=opts.shift_scale,
+                                 durations=opts.durations,
+                                 num_dev_speakers=opts.num_dev_speakers)
     os.makedirs(out_dir, exist_ok=True)
     for name in ("train", "adapt", "enroll", "test"):
         _write_set(out_dir, name, getattr(corpus, name))
-    labels = ["target" if t else "nontarget" for t in corpus.trial_target]
-    _write_lines(os.path.join(out_dir, "trials"),
-                 ["%s %s %s" % row for row in zip(corpus.trial_enroll, corpus.trial_test, labels)])
-    tool.log.log("Wrote %d trials (%d target) to %s" % (
-        len(labels), int(corpus.trial_target.sum()), os.path.join(out_dir, "trials")))
+    _write_trials(os.path.join(out_dir, "trials"), corpus.trial_enroll, corpus.trial_test,
+                  corpus.trial_target)
+    if corpus.dev is not None:
+        enroll, test, trial_enroll, trial_test, trial_target = corpus.dev
+        _write_set(out_dir, "dev_enroll", enroll)
+        _write_set(out_dir, "dev_test", test)
+        _write_trials(os.path.join(out_dir, "dev_trials"), trial_enroll, trial_test,
+                      trial_target)
     return 0
+
+
+def _write_trials(path, trial_enroll, trial_test, trial_target):
+    labels = ["target" if t else "nontarget" for t in trial_target]
+    _write_lines(path, ["%s %s %s" % row for row in zip(trial_enroll, trial_test, labels)])
+    tool.log.log("Wrote %d trials (%d target) to %s" % (len(labels), int(trial_target.sum()),
+                                                        path))
 
 
 def main(argv=None):

@@ -11,12 +11,17 @@
 # holds utterances (no enrollment averaging, as TIMIT): their speakers (FILE maps them) go
 # alternately to the two folds, so no speaker's enrollment trials are split between folds.
 # Options: --cmd CMD (job runner, default utils/local_run.sh), --prior P (default 0.01),
-# --nj N (systems calibrated at once, default 2), --utt2spk FILE (default none).
+# --nj N (systems calibrated at once, default 2), --utt2spk FILE (default none),
+# --enroll-dur FILE and --test-dur FILE (durations in seconds of the first and second trial
+# column's keys, utils/durations.sh): a QMF calibration, whose logistic regression also sees
+# min and max of the two sides' log durations (train-calibration --enroll-duration ...).
 
 cmd="$(dirname "$(readlink -f "$0")")/local_run.sh"
 prior=0.01
 nj=2
 utt2spk=
+enroll_dur=
+test_dur=
 . "$(dirname "$(readlink -f "$0")")/parse_options.sh" || exit 1
 . "$(dirname "$(readlink -f "$0")")/background.sh" || exit 1
 if [ $# -lt 4 ]; then
@@ -27,6 +32,12 @@ fi
 set -o pipefail
 trials=$1 scores_dir=$2 out=$3
 shift 3
+quality=
+if [ -n "$enroll_dur$test_dur" ]; then
+  [ -f "$enroll_dur" ] && [ -f "$test_dur" ] || {
+    echo "$0: --enroll-dur and --test-dur need each other and existing files" >&2; exit 1; }
+  quality="--enroll-duration=ark:$enroll_dur --test-duration=ark:$test_dur"
+fi
 
 mkdir -p $out/fold1 $out/fold2 $out/log || exit 1
 folds=$out/speaker_folds   # first trial column -> fold
@@ -57,10 +68,10 @@ calibrate() {  # <system>
   for fold in 1 2; do
     other=$((3 - fold))
     $cmd $out/log/train_$system.fold$fold.log \
-      train-calibration --prior=$prior $out/fold$fold/trials $out/fold$fold/$system.scores \
+      train-calibration --prior=$prior $quality $out/fold$fold/trials $out/fold$fold/$system.scores \
       $out/fold$fold/$system.calibration || return 1
     $cmd $out/log/apply_$system.fold$other.log \
-      apply-calibration $out/fold$fold/$system.calibration $out/fold$other/$system.scores \
+      apply-calibration $quality $out/fold$fold/$system.calibration $out/fold$other/$system.scores \
       $out/fold$other/$system.llr || return 1
   done
   # Back to the order of the input scores.

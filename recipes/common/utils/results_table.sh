@@ -34,30 +34,7 @@ set -o pipefail
 trials=$1 scores=$2 calibrated=$3
 shift 3
 
-label_of() {
-  local label
-  case $1 in
-    *_asnorm)
-      label=$(label_of ${1%_asnorm})
-      case $label in
-        *\)) echo "${label%)}, AS-norm)" ;;
-        *) echo "$label (AS-norm)" ;;
-      esac
-      return ;;
-    cosine_raw) echo "Cosine (raw vectors)" ;;
-    cosine) echo "Cosine" ;;
-    plda) echo "PLDA" ;;
-    plda_adapt) echo "PLDA-adp" ;;
-    pauc_auto) echo "pAUCMetric (auto)" ;;
-    pauc_lnorm) echo "pAUCMetric (length-norm)" ;;
-    triplet_lnorm) echo "TripletMetric (length-norm)" ;;
-    pauc_plda) echo "pAUCMetric (PLDA latent)" ;;
-    triplet_plda) echo "TripletMetric (PLDA latent)" ;;
-    pauc_plda_adapt) echo "pAUCMetric (PLDA-adp latent)" ;;
-    triplet_plda_adapt) echo "TripletMetric (PLDA-adp latent)" ;;
-    *) echo "$1" ;;
-  esac
-}
+. $utils/labels.sh || exit 1   # label_of <system>
 
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
