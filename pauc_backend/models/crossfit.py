@@ -36,8 +36,6 @@ still. tests/models/test_crossfit_sampling.py checks the formula by simulation.
 
 import numpy as np
 
-from pauc_backend import metrics
-
 
 def speaker_folds(y, num_folds, random_state=0):
     """(speakers, fold of each speaker): speakers shuffled (seeded) then dealt round-robin."""
@@ -229,9 +227,21 @@ def _sampled_pairs(enroll_labels, test_labels, symmetric, max_trials, rng, group
 
 def trial_figures(scores, is_target, alpha, beta):
     """Held-out figures of one score column: pAUC[alpha, beta] (eq. 5), pAUC[0, 0.01],
-    EER (Kaldi's) and minDCF(0.01)."""
-    tar, non = scores[is_target], scores[~is_target]
-    return {"pauc": metrics.pauc(tar, non, alpha, beta),
-            "pauc_001": metrics.pauc(tar, non, 0.0, 0.01),
-            "eer": metrics.eer(tar, non),
-            "min_dcf": float(metrics.min_dcf(tar, non, 0.01).min_dcf)}
+    EER (Kaldi's) and minDCF(0.01); each class sorted once for all four (the same values as
+    metrics.pauc, metrics.eer and metrics.min_dcf, which sort on their own)."""
+    from pauc_backend.metrics.dcf import min_dcf_sorted, target_positions
+    from pauc_backend.metrics.error_rates import kaldi_eer_sorted
+    from pauc_backend.metrics.ranking import pauc_sorted
+    from pauc_backend.metrics.validation import check_scores
+    scores = np.asarray(scores)
+    if scores.dtype != np.float64:
+        scores = scores.astype(np.float64)
+    tar, non = check_scores(scores[is_target], scores[~is_target])
+    tar.sort()
+    non.sort()
+    # Kaldi's EER compares float32 values; rounding is monotone, so the float64 order holds
+    eer = kaldi_eer_sorted(tar.astype(np.float32), non.astype(np.float32))[0]
+    dcf = min_dcf_sorted(tar, non, target_positions(tar, non), [0.01])[0]
+    return {"pauc": pauc_sorted(tar, non, alpha, beta)[0],
+            "pauc_001": pauc_sorted(tar, non, 0.0, 0.01)[0],
+            "eer": eer, "min_dcf": float(dcf.min_dcf)}
