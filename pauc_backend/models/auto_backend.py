@@ -44,7 +44,6 @@ from pauc_backend.models.auto_store import fit_fusion
 from pauc_backend.models.auto_systems import (base_system, candidate_title,  # noqa: F401
                                               dim_free, parse_candidate)
 from pauc_backend.models.backend_pipeline import BackendPipeline
-from pauc_backend.models.metric_learning import PaucMetric
 
 _D = auto_params.default
 
@@ -54,7 +53,8 @@ class AutoBackend:
 
     Parameters: see models.auto_params (``help(auto_params)``, or train-pauc-auto --help),
     where each is declared with its default and allowed values. ``metric_params``: keyword
-    arguments of PaucMetric (its own defaults otherwise; ``num_iters`` is the full budget).
+    arguments of PaucMetric (defaults: models.auto_params.METRIC_OPTIONS, PaucMetric's own
+    but 500 iterations).
 
     Learned: ``cv_results_`` (one dict per rated candidate and budget: "candidate",
     "lda_dim", "budget", mean "pauc", "pauc_001", "eer", "min_dcf" and "folds", the held-out
@@ -129,14 +129,12 @@ class AutoBackend:
             setattr(self, name, auto_params.normalised(name, getattr(self, name)))
         return values
 
-    def _metric_iters(self):
-        return int((self.metric_params or {}).get("num_iters", PaucMetric().num_iters))
-
     # -- helpers -----------------------------------------------------------------------------
     def _make_pipeline(self, lda_dim, systems, seed):
         """The BackendPipeline of a fold task or of the final model (tests may override)."""
         return BackendPipeline(lda_dim=lda_dim, systems=systems,
-                               metric_params=self.metric_params, alpha=self.alpha,
+                               metric_params=auto_params.metric_defaults(
+                                   self.metric_params), alpha=self.alpha,
                                beta=self.beta, asnorm_top_n=self.asnorm_top_n,
                                enroll_utts=int(self.enroll_utts),
                                dplda_lambdas=self.dplda_lambdas, random_state=seed)

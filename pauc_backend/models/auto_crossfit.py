@@ -9,13 +9,12 @@ import numpy as np
 from pauc_backend.models import selection
 from pauc_backend.models.auto_folds import (choose_dplda_lambda, dim_label, fold_task,
                                             run_fold_tasks)
-from pauc_backend.models.auto_policy import Stage, promoted_stage, second_stage
+from pauc_backend.models.auto_policy import (SCREEN_CANDIDATES, SCREEN_DIMS, Stage,
+                                             promoted_stage, second_stage)
 from pauc_backend.models.auto_store import HeldOutStore
-from pauc_backend.models.auto_systems import base_system, dim_free, parse_candidate, system
+from pauc_backend.models.auto_systems import base_system, dim_free, parse_candidate
 
 __all__ = ["CrossFit"]
-
-_SCREEN_DIMS = "screen LDA dimensions"
 
 
 class CrossFit:
@@ -41,19 +40,20 @@ class CrossFit:
         if stage not in (1, 2, 3):
             raise ValueError("stage must be 1, 2 or 3 (got %r)" % (stage,))
         if stage not in self.stages:
-            self.need_folds(stage - 1)
             self.stage_work(stage - 1)
+            self.need_folds(stage - 1)
             previous = self.stages[stage - 1]
-            if stage == 2 and previous.name == _SCREEN_DIMS:
+            if stage == 2 and previous.name == SCREEN_DIMS:
                 self.stages[2] = second_stage(self.est, self, self._screened_dim())
-            elif previous.budget == "screen":
+            elif previous.name == SCREEN_CANDIDATES:
                 self.stages[stage] = self._promote(previous)
             else:
                 self.stages[stage] = Stage("nothing left", [], ())
         return self.stages[stage]
 
     def need_folds(self, stage):
-        missing = [k + 1 for k in range(self.est.num_folds)
+        work = self.stage_work(stage)
+        missing = [k + 1 for k in (work.folds if work.systems and work.dims else ())
                    if k not in self.done.get(stage, ())]
         if missing:
             raise ValueError("stage %d of fold%s %s not done" % (
@@ -65,7 +65,8 @@ class CrossFit:
         outer, folds inner, as they come. Nothing is stored (``add`` does)."""
         est = self.est
         work = self.stage_work(stage)
-        folds = list(range(est.num_folds)) if folds is None else sorted(folds)
+        folds = [k for k in (range(est.num_folds) if folds is None else sorted(folds))
+                 if k in work.folds]
         tasks = [(dim, k) for dim in work.dims for k in folds] if work.systems else []
         hb = est._heartbeat
         if hb is not None:
@@ -94,7 +95,7 @@ class CrossFit:
             seen.setdefault(dim, set()).add(k)
             for what, err in errors:
                 failed.setdefault((dim, what), (k, err))
-            if len(seen[dim]) == self.est.num_folds:
+            if seen[dim] >= set(work.folds):
                 self._dimension_done(work, dim)
         if not work.systems or not work.dims:
             self.done[stage] = set(range(self.est.num_folds))
@@ -104,16 +105,19 @@ class CrossFit:
 
     def _dimension_done(self, work, dim):
         est = self.est
-        est._log("Cross-fitted %s at LDA %s on %d folds%s"
-                 % (", ".join(work.systems), dim_label(dim), est.num_folds,
-                    "" if work.iters is None else " (pAUCMetrics at %d iterations: the "
-                    "screening budget)" % work.iters))
+        est._log("Cross-fitted %s at LDA %s on %s"
+                 % (", ".join(work.systems), dim_label(dim),
+                    "%d folds" % est.num_folds if len(work.folds) == est.num_folds else
+                    "fold%s %s of %d" % ("s" if len(work.folds) > 1 else "",
+                                         ",".join(str(k + 1) for k in work.folds),
+                                         est.num_folds)))
         if any(base_system(s) == "dplda" for s in work.systems):
-            best = choose_dplda_lambda(self.store, dim, est._log, est.alpha, est.beta)
+            best = choose_dplda_lambda(self.store, dim, est._log, est.alpha, est.beta,
+                                       work.folds, work.lambdas is None)
             if best is not None:
                 est.dplda_lambda_ = best
-        self._rate(dim, work.budget)
-        if work.name == _SCREEN_DIMS:
+        self._rate(dim, work)
+        if work.name == SCREEN_DIMS:
             for name in work.systems:     # the screened systems, candidates or not
                 if not dim_free((name,)) and self.store.has_figures(dim, name):
                     self.screen_rows.append(_row(name, dim, dim, "full",
@@ -121,36 +125,45 @@ class CrossFit:
             self.store.release(dim, keep=work.keep)
 
     # -- rating ------------------------------------------------------------------------------
-    def _rate(self, dim, budget):
-        """Rate every candidate whose figures (or, for a fusion, scores) are all in at
-        ``dim``, once per budget; a candidate without a metric is at its full budget."""
+    def _rate(self, dim, work):
+        """Rate every candidate at ``dim`` whose figures (or, for a fusion, scores) are in on
+        every fold ("full"), else, once, on the folds of a candidate screening ("screen").
+        The fusions are rated in ``n_jobs`` forked processes (the store reaches them by the
+        fork); the rows are the same whatever ``n_jobs``."""
         est, store = self.est, self.store
-        limit = min(est.max_rating_fusion_trials or np.inf, est.max_fusion_trials or np.inf)
-        names = list(self.members)
+        every = tuple(range(est.num_folds))
+        todo = []
+        for name, mem in self.members.items():
+            free = dim_free(mem)
+            for budget, folds in (("full", every), ("screen", tuple(work.folds))):
+                key = (name, 0 if free else dim, budget)
+                if budget == "screen" and (work.name != SCREEN_CANDIDATES or free or (
+                        name, 0 if free else dim, "full") in self.rows):
+                    continue
+                if key not in self.rows and store.can_rate(dim, mem, folds):
+                    todo.append((name, key, folds))
+                    break
+                if key in self.rows:
+                    break
         if est._heartbeat is not None:
             est._heartbeat.begin()
-        for i, name in enumerate(names):
-            mem = self.members[name]
-            free = dim_free(mem)
-            metric = any(system(base_system(m)).head == "metric" for m in mem)
-            row_budget = budget if metric else "full"
-            key = (name, 0 if free else dim, row_budget)
-            if key in self.rows or not store.can_rate(dim, mem):
-                continue
+        for i, (name, _, _) in enumerate(todo):
             est._note(where="rating candidates", step="%s at LDA %s" % (name, dim_label(dim)),
-                      fraction=i / len(names))
-            per_fold = store.rate(dim, mem, est._fusion(0), limit, est.random_state + 7)
+                      fraction=i / len(todo))
+        results = _rate_all(self, dim, todo)
+        for (name, key, folds), per_fold in zip(todo, results):
             if per_fold is None:
                 est._log("Candidate %s, LDA %s: fusion failed, skipped"
                          % (name, dim_label(dim)))
                 continue
-            row = self.rows[key] = _row(name, 0 if free else dim, dim, row_budget, per_fold)
+            row = self.rows[key] = _row(name, key[1], dim, key[2], per_fold)
             extra = ("" if (est.alpha, est.beta) == (0.0, 0.01)
                      else "  pAUC[0,0.01] %.4f" % row["pauc_001"])
             est._log("Held-out %-36s LDA %4s: pAUC[%g,%g] %.4f  EER %.2f%%  minDCF(0.01) "
                      "%.4f%s%s" % (name, dim_label(row["lda_dim"]), est.alpha, est.beta,
                                    row["pauc"], 100 * row["eer"], row["min_dcf"], extra,
-                                   "  (screening budget)" if row_budget == "screen" else ""))
+                                   "" if key[2] == "full" else "  (screening: folds %s)"
+                                   % ",".join(str(k + 1) for k in folds)))
 
     def rows_at(self, dims=None):
         """Rated rows (at ``dims``, dimension-free ones always) in a stable order: dimension,
@@ -191,28 +204,33 @@ class CrossFit:
 
     def _promote(self, screen):
         """Successive halving: the best 1/screen_factor of the candidates rated at the
-        screened dimension(s), by mean held-out pAUC, are promoted; the metrics they need are
-        cross-fitted at the full budget in the next stage (none: nothing is)."""
+        screened dimension(s), by mean held-out pAUC on the screening folds, are promoted:
+        the next stage cross-fits their systems on the other folds (none: nothing)."""
         est = self.est
+        folds = list(screen.folds)
         rows = [r for r in self.rows_at(dims=set(screen.dims))
                 if not dim_free(parse_candidate(r["candidate"]))]
+        rows = [r for r in rows if r["budget"] == "screen"
+                or ((r["candidate"], r["lda_dim"], "screen") not in self.rows)]
+        mean = {id(r): np.mean([r["folds"][i if r["budget"] == "screen" else k]["pauc"]
+                                for i, k in enumerate(folds)]) for r in rows}
         count = max(1, -(-len(rows) // int(est.screen_factor)))
-        top = sorted(rows, key=lambda r: -r["pauc"])[:count]
+        top = sorted(rows, key=lambda r: -mean[id(r)])[:count]
         promoted = [r for r in top if r["budget"] == "screen"]
         names = tuple(dict.fromkeys(r["candidate"] for r in promoted))
-        line = ("%d candidates rated at LDA %s, the pAUCMetrics at %d of %d iterations; "
-                "the best %d (1/%d) by held-out pAUC: %s" % (
-                    len(rows), ",".join(dim_label(d) for d in screen.dims), screen.iters,
-                    est._metric_iters(), count, int(est.screen_factor),
-                    ", ".join(r["candidate"] for r in top)))
-        line += ("; promoted to the full budget: %s" % ", ".join(names) if names else
-                 "; none needs a pAUCMetric: no metric is trained at the full budget")
+        line = ("%d candidates rated at LDA %s on folds %s; the best %d (1/%d) by held-out "
+                "pAUC there: %s" % (len(rows), ",".join(dim_label(d) for d in screen.dims),
+                                    ",".join(str(k + 1) for k in folds), count,
+                                    int(est.screen_factor), ", ".join(
+                                        "%s %.4f" % (r["candidate"], mean[id(r)]) for r in top)))
+        line += ("; promoted to the other folds: %s" % ", ".join(names) if names else
+                 "; every one of them is already rated on every fold: nothing more to "
+                 "cross-fit")
         est._log("Screening: " + line)
         est.crossfit_.append("screening " + line)
-        for dim in screen.dims:      # the screening budget's metrics are superseded
-            self.store.drop(dim, [s for s in screen.systems
-                                  if system(base_system(s)).head == "metric"])
-        return promoted_stage(est, self, names, sorted({r["score_dim"] for r in promoted}))
+        lambdas = None if est.dplda_lambda_ is None else (est.dplda_lambda_,)
+        return promoted_stage(est, self, names, sorted({r["score_dim"] for r in promoted}),
+                              lambdas)
 
     def recompute(self, dim, members):
         """The held-out scores of ``members`` at ``dim`` when the store released them (a
@@ -223,6 +241,40 @@ class CrossFit:
         for k in range(self.est.num_folds):
             _, columns, _ = fold_task(self.est, self, stage, dim, k)
             self.store.add(dim, k, {}, columns)
+
+
+_SHARED = None
+
+
+def _rate_all(cross, dim, todo):
+    """Per-fold figures of each (candidate, key, folds) of ``todo`` (None: a fusion that
+    cannot be trained); the fusions in forked processes when n_jobs > 1."""
+    est = cross.est
+    limit = min(est.max_rating_fusion_trials or np.inf, est.max_fusion_trials or np.inf)
+    fusion = est._fusion(0)
+    jobs = [(cross.members[name], dim, folds) for name, _, folds in todo]
+    fusions = [i for i, (mem, _, _) in enumerate(jobs) if len(mem) > 1]
+    out = [None] * len(jobs)
+    if int(est.n_jobs) > 1 and len(fusions) > 1:
+        from pauc_backend.workers import fork_pool
+        global _SHARED
+        _SHARED = (cross.store, jobs, fusion, limit, est.random_state + 7)
+        try:
+            with fork_pool(min(int(est.n_jobs), len(fusions))) as pool:
+                for i, per_fold in zip(fusions, pool.map(_rate_one, fusions)):
+                    out[i] = per_fold
+        finally:
+            _SHARED = None
+    for i, (mem, _, folds) in enumerate(jobs):
+        if out[i] is None and (len(mem) == 1 or int(est.n_jobs) <= 1 or len(fusions) <= 1):
+            out[i] = cross.store.rate(dim, mem, fusion, limit, est.random_state + 7, folds)
+    return out
+
+
+def _rate_one(index):
+    store, jobs, fusion, limit, seed = _SHARED
+    mem, dim, folds = jobs[index]
+    return store.rate(dim, mem, fusion, limit, seed, folds)
 
 
 def _row(name, lda_dim, score_dim, budget, per_fold):

@@ -26,13 +26,6 @@ def task_systems(stage, dim):
     return tuple(s for s in stage.systems if not dim_free((s,)) or dim == first)
 
 
-def _pipeline(est, dim, systems, seed, iters):
-    pipe = est._make_pipeline(dim, systems, seed)
-    if iters is not None:                    # the screening budget of the metrics
-        pipe.metric_params = dict(pipe.metric_params or {}, num_iters=int(iters))
-    return pipe
-
-
 def fold_task(est, plan, stage, dim, k, progress=None):
     """Train on every fold but k, score fold k's held-out trials: ({system: figures},
     {system: float32 scores} of the kept ones, [(systems, error)] of what could not be
@@ -51,7 +44,9 @@ def fold_task(est, plan, stage, dim, k, progress=None):
         if fewer and fewer != attempts[-1]:
             attempts.append(fewer)
     for attempt in attempts:
-        pipe = _pipeline(est, dim, attempt, est.random_state + k, stage.iters)
+        pipe = est._make_pipeline(dim, attempt, est.random_state + k)
+        if stage.lambdas is not None:            # the lambda chosen on the other folds
+            pipe.dplda_lambdas = tuple(stage.lambdas)
         pipe.progress = progress
         try:
             pipe.fit(X, y[train_rows], rows=train_rows)
@@ -125,25 +120,28 @@ def _fold_task(index):
             progress(step=None)           # idle until the next task
 
 
-def choose_dplda_lambda(store, dim, log, alpha, beta):
+def choose_dplda_lambda(store, dim, log, alpha, beta, folds, choose=True):
     """Pick the discriminative PLDA's lambda by mean held-out pAUC of dplda alone at ``dim``
-    and store its figures and columns as "dplda" (and "dplda:as"); drop the others. Returns
-    the lambda, None without dplda."""
+    on ``folds`` (``choose`` False: the one lambda there is, already chosen) and store its
+    figures and columns as "dplda" (and "dplda:as"); drop the others. Returns the lambda,
+    None without dplda."""
     names = sorted({name for (_, name) in store.figures if name.startswith("dplda@")})
     if not names:
         return None
     lambdas = sorted({float(n.split("@")[1]) for n in names}, reverse=True)
     rated = []
     for lam in lambdas:
-        per_fold = store.fold_figures(dim, "dplda@%r" % lam)
+        per_fold = store.fold_figures(dim, "dplda@%r" % lam, folds)
         rated.append((float(np.mean([f["pauc"] for f in per_fold])), lam))
-        log("Held-out dplda lambda %-8g LDA %s: pAUC[%g,%g] %.4f  EER %.2f%%  "
-            "minDCF(0.01) %.4f" % (lam, dim_label(dim), alpha, beta, rated[-1][0],
-                                   100 * np.mean([f["eer"] for f in per_fold]),
-                                   np.mean([f["min_dcf"] for f in per_fold])))
+        if choose:
+            log("Held-out dplda lambda %-8g LDA %s: pAUC[%g,%g] %.4f  EER %.2f%%  "
+                "minDCF(0.01) %.4f" % (lam, dim_label(dim), alpha, beta, rated[-1][0],
+                                       100 * np.mean([f["eer"] for f in per_fold]),
+                                       np.mean([f["min_dcf"] for f in per_fold])))
     top = max(value for value, _ in rated)
     best = next(lam for value, lam in rated if value == top)   # ties: the larger lambda
-    log("Discriminative PLDA: lambda %g has the best held-out pAUC" % best)
+    if choose:
+        log("Discriminative PLDA: lambda %g has the best held-out pAUC" % best)
     for name in names:
         if float(name.split("@")[1]) == best:
             store.alias(dim, name, name.split("@")[0])

@@ -4,9 +4,10 @@
 here (``check``); ``train-pauc-auto`` registers its options from here (name, default, help,
 choices and bounds in the framework's terms, older names as aliases) and turns the parsed
 options back into the estimator's keywords (``from_options``), so neither restates them. The
-pAUCMetric hyper-parameters (``metric_params``) take their defaults from PaucMetric itself
-and are checked by it (PaucMetric.check_params); the bounds declared here for the options
-are the same.
+pAUCMetric hyper-parameters (``metric_params``, ``METRIC_OPTIONS``) take their defaults from
+PaucMetric itself, except the number of iterations (the budget of the automatic back-end,
+chosen on training folds; see ``metric_defaults``), and are checked by PaucMetric
+(check_params); the bounds declared here for the options are the same.
 
 ``runtime`` parameters say how the work runs, not what it computes (processes, progress
 lines): they do not enter the digest of the fold jobs' outputs.
@@ -160,12 +161,13 @@ PARAMS = (
     Param("max_utts_per_speaker", 0, "Use at most this many vectors of each held-out speaker "
           "in the held-out trials (0: all)", "int", "max-utts-per-speaker", bounds=(">=0",),
           zero="all"),
-    Param("max_trials", 3000000, "Held-out trials per fold at most (0: all). Above it every "
+    Param("max_trials", 1500000, "Held-out trials per fold at most (0: all). Above it every "
           "target trial is kept (up to half of it) and non-target trials are sampled (seeded) "
           "in per-speaker quotas. Standard error this adds to a fold's held-out "
           "pAUC[0,beta]: sqrt((Var_band[TPR] + (TPR(beta)-pAUC)^2 (1-beta)) / (beta n_non)), "
-          "e.g. 0.0006 per fold (0.00025 over 5 folds) at 3 M trials, beta 0.01, pAUC 0.9 "
-          "(models/crossfit.py); ETRI and TIMIT folds stay below it", "int", "max-trials",
+          "about 0.0008 per fold (0.00035 over 5 folds) at 1.5 M trials, beta 0.01, pAUC 0.9 "
+          "(models/crossfit.py), below the paired fold SEs the choice relies on (0.0016 on "
+          "TIMIT); ETRI's and TIMIT's folds stay below it", "int", "max-trials",
           bounds=(">=0",), zero="all"),
     Param("max_fusion_trials", 300000, "Held-out trials the kept candidate's fusion is "
           "trained on (non-targets subsampled beyond it; 0: all)", "int", bounds=(">=0",),
@@ -180,9 +182,9 @@ PARAMS = (
     Param("max_vectors", 100000, "Cross-fit on at most this many of their vectors (the same "
           "seeded cap on each speaker's count when there are more; 0: all)", "int",
           "max-vectors", bounds=(">=0",), zero="all"),
-    Param("screen_factor", 4, "Successive halving: the candidates are screened with the "
-          "pAUCMetrics at 1/this of --num-iters, and the best 1/this of them promoted to the "
-          "full budget (1: no screening; none either below 50 screening iterations)", "int",
+    Param("screen_factor", 4, "Successive halving: the candidates are screened on the first "
+          "max(2, ceil(--num-folds / this)) folds and the best 1/this of them promoted to the "
+          "other folds (1, or fewer than twice as many folds: no screening)", "int",
           "screen-factor", bounds=(">=1",)),
     Param("random_state", 0, "Seed of the speaker folds, the held-out trials and the metrics",
           "int", "seed"),
@@ -208,9 +210,10 @@ METRIC_OPTIONS = (
           "eta", bounds=(">0",)),
     Param("batch_size", _METRIC_DEFAULTS["batch_size"], "pAUCMetric speakers per mini-batch",
           "int", "batch-size", bounds=(">=2",)),
-    Param("num_iters", _METRIC_DEFAULTS["num_iters"], "pAUCMetric iterations of the final "
-          "model (and of the cross-fitted metrics at the full budget)", "int", "num-iters",
-          bounds=(">=1",)),
+    Param("num_iters", 500, "pAUCMetric iterations, in every fold and in the final model "
+          "(train-pauc-metric's default is 1000; on the training folds of ETRI and TIMIT 500 "
+          "rate every metric candidate within the fold noise of 1000: README)", "int",
+          "num-iters", bounds=(">=1",)),
 )
 
 _BY_NAME = {p.name: p for p in PARAMS}
@@ -218,6 +221,14 @@ _BY_NAME = {p.name: p for p in PARAMS}
 
 def default(name):
     return _BY_NAME[name].default
+
+
+def metric_defaults(metric_params=None):
+    """The pAUCMetric keywords of the automatic back-end: the declared defaults of
+    METRIC_OPTIONS, updated with ``metric_params``."""
+    out = {p.name: p.default for p in METRIC_OPTIONS}
+    out.update(metric_params or {})
+    return out
 
 
 def check(values):
@@ -234,8 +245,7 @@ def check(values):
         raise ValueError("need alpha < beta (got %g, %g)" % (values["alpha"], values["beta"]))
     if values["max_trials"] and values["max_trials"] < 1000:
         raise ValueError("max_trials must be 0 (all) or >= 1000 (got %d)" % values["max_trials"])
-    metric = dict(values.get("metric_params") or {})
-    PaucMetric(**metric).check_params()
+    PaucMetric(**metric_defaults(values.get("metric_params"))).check_params()
 
 
 def normalised(name, value):

@@ -12,30 +12,32 @@ the AS-norm cohort, one mean per speaker) grows with it.
 * Held-out trials: at most ``max_trials`` per fold (models.crossfit: every target kept up to
   half of it, non-targets sampled in per-speaker quotas; the standard error this adds is
   stated there).
-* Successive halving (as scikit-learn's HalvingGridSearchCV, with the metrics' iterations as
-  the resource), in up to three stages, each on every fold:
+* Successive halving (as scikit-learn's HalvingGridSearchCV), with the held-out folds as the
+  resource (each fold's models are trained once: a candidate promoted to more folds reuses
+  what it was screened with), in up to three stages:
 
   1. screen the LDA dimensions: the cheap systems (closed-form training: PLDA and the
-     cosines, with and without AS-norm) at every candidate dimension; the one kept by the
-     selection rule among them is promoted (``lda_selection="all"``: every system at every
-     dimension instead, no promotion);
-  2. screen the candidates there: every system, the pAUCMetrics at ``num_iters / factor``
-     iterations (the screening budget); each candidate is rated, and the best
-     ``1 / factor`` of them (by mean held-out pAUC) are promoted;
-  3. the promoted candidates at the full budget: the metrics they need at ``num_iters``.
+     cosines; AS-norm only of raw cosine, which is scored once) at every candidate
+     dimension, on every fold; the one kept by the selection rule among them is promoted
+     (``lda_selection="all"``, or a single dimension: no such screening, every system at
+     every dimension);
+  2. screen the candidates there: every system on the first ``m = max(2, ceil(K /
+     screen_factor))`` folds only; each candidate is rated on them, and the best
+     ``1 / screen_factor`` of them (by mean held-out pAUC on those folds) are promoted;
+  3. the promoted candidates on the other K - m folds (their systems only).
 
-  The choice is made among candidates rated at the full budget (the cheap systems, the
-  discriminative PLDA and the candidates of other metrics have no iteration budget: their
-  first rating is their full one); the screening rows stay in ``cv_results_``, marked
-  ``"budget": "screen"``. With ``factor`` 1, or fewer than ``factor x min_screen_iters``
-  iterations, there is no candidate screening (stage 2 is the full budget, stage 3 empty).
+  The choice is made among candidates rated on every fold (the cheap systems screened in
+  stage 1 are; a candidate that was not promoted keeps its screening row, marked
+  ``"budget": "screen"``, with the figures of the first m folds). With K < 2 m (e.g. 3 folds)
+  there is no candidate screening: every candidate is cross-fitted on every fold.
 
 So the cost of choosing, per fold: one LDA + PLDA fit and the held-out scoring of the cheap
 systems at each of the len(lda_dims) dimensions (on <= (K-1)/K max_vectors training vectors,
-<= max_trials trials), the metrics (two) at num_iters / factor iterations and the discriminative
-PLDA (its training grid is bounded by its own max_test) at one dimension, the promoted metrics
-at num_iters; plus fusions rated on <= max_rating_fusion_trials trials. None grows with the
-corpus.
+<= max_trials trials); at one dimension, on m of the K folds, the two pAUCMetrics (num_iters
+iterations each, mini-batches of batch_size speakers) and the discriminative PLDA (its
+training grid bounded by its own max_test), on the other folds only what the promoted
+candidates need; plus fusions rated on <= max_rating_fusion_trials trials. None grows with
+the corpus.
 """
 
 import math
@@ -46,22 +48,20 @@ import numpy as np
 from pauc_backend.models.auto_systems import dim_free, system, base_system
 from pauc_backend.models.crossfit import HeldOutTrials, speaker_folds
 
-__all__ = ["Stage", "CrossFitPlan", "make_plan", "crossfit_rows", "screen_iters"]
-
-MIN_SCREEN_ITERS = 50       # below it a screening rung says too little: no screening
+__all__ = ["Stage", "CrossFitPlan", "make_plan", "crossfit_rows", "screen_folds"]
 
 
 @dataclass
 class Stage:
-    """The work of one stage on every fold: ``systems`` at each of ``dims``; ``iters``: the
-    metrics' iterations (None: num_iters); ``keep``: the systems whose held-out scores are
-    kept for fusions still to be rated; ``budget``: "full" or "screen"."""
+    """The work of one stage: ``systems`` at each of ``dims`` on ``folds`` (0-based);
+    ``keep``: the systems whose held-out scores are kept for fusions still to be rated;
+    ``lambdas``: the discriminative PLDA's (None: every one of dplda_lambdas)."""
     name: str
     dims: list
     systems: tuple
-    iters: int = None
+    folds: tuple = ()
     keep: frozenset = frozenset()
-    budget: str = "full"
+    lambdas: tuple = None
 
 
 @dataclass
@@ -88,12 +88,13 @@ class CrossFitPlan:
         return np.flatnonzero((self.fold_of_vector != fold) & (self.fold_of_vector >= 0))
 
 
-def screen_iters(num_iters, factor):
-    """The screening budget (iterations) of the metrics, or None when there is none."""
+def screen_folds(num_folds, factor):
+    """The folds the candidates are screened on (the first m of them; see the module doc),
+    or None when there is no candidate screening."""
     if int(factor) < 2:
         return None
-    iters = int(math.ceil(int(num_iters) / float(factor)))
-    return iters if iters >= MIN_SCREEN_ITERS else None
+    m = max(2, int(math.ceil(int(num_folds) / float(factor))))
+    return tuple(range(m)) if int(num_folds) >= 2 * m else None
 
 
 def crossfit_rows(y, max_speakers, max_vectors, seed):
@@ -183,19 +184,22 @@ def fusion_members(plan, systems):
 
 
 def first_stage(est, plan):
-    cheap = tuple(s for s in plan.needed if _cheap(s))
+    every = tuple(range(est.num_folds))
+    # the cheap systems, without AS-norm (its cohort scoring costs more than the rest) unless
+    # dimension-free (scored once)
+    cheap = tuple(s for s in plan.needed if _cheap(s) and (":" not in s or dim_free((s,))))
     screen_dims = (est.lda_selection == "cheap" and len(plan.dims) > 1
                    and len(cheap) < len(plan.needed))
     if screen_dims:
         if dim_free(cheap):
             cheap += ("plda",)            # something to compare the dimensions with
-        return Stage("screen LDA dimensions", plan.dims, cheap,
-                     keep=fusion_members(plan, cheap) | _free_in_fusions(plan))
-    # no dimension screening: every system at every dimension
-    iters = screen_iters(est._metric_iters(), est.screen_factor)
-    return Stage("every system at every LDA dimension" if iters is None else
-                 "screen candidates", plan.dims, plan.needed, iters,
-                 frozenset(plan.needed), "full" if iters is None else "screen")
+        return Stage(SCREEN_DIMS, plan.dims, cheap, every,
+                     fusion_members(plan, cheap) | _free_in_fusions(plan))
+    # no dimension screening: every system at every dimension (screened on m folds)
+    folds = screen_folds(est.num_folds, est.screen_factor)
+    return Stage("every system at every LDA dimension" if folds is None else
+                 SCREEN_CANDIDATES, plan.dims, plan.needed, folds or every,
+                 frozenset(plan.needed))
 
 
 def _free_in_fusions(plan):
@@ -206,18 +210,24 @@ def _free_in_fusions(plan):
 
 def second_stage(est, plan, dim):
     """At the dimension ``dim`` promoted by the screening of stage 1: every system the
-    candidates need (the cheap ones again, for the fusions), the metrics at the screening
-    budget when there is one."""
-    iters = screen_iters(est._metric_iters(), est.screen_factor)
+    candidates need (the cheap ones again, for the fusions), on the screening folds when
+    there are some."""
+    folds = screen_folds(est.num_folds, est.screen_factor)
     systems = tuple(s for s in plan.needed if not dim_free((s,)))
-    return Stage("screen candidates" if iters is not None else "every system", [dim],
-                 systems, iters, frozenset(systems) | _free_in_fusions(plan),
-                 "screen" if iters is not None else "full")
+    return Stage(SCREEN_CANDIDATES if folds else "every system", [dim], systems,
+                 folds or tuple(range(est.num_folds)),
+                 frozenset(systems) | _free_in_fusions(plan))
 
 
-def promoted_stage(est, plan, promoted, dims):
-    """The metrics of the ``promoted`` candidates at the full budget."""
+def promoted_stage(est, plan, promoted, dims, lambdas):
+    """The systems of the ``promoted`` candidates on the folds they were not screened on."""
+    screened = set(screen_folds(est.num_folds, est.screen_factor) or ())
     systems = tuple(dict.fromkeys(m for name in promoted for m in plan.members[name]
-                                  if system(base_system(m)).head == "metric"))
-    return Stage("promoted candidates at the full budget", list(dims) if systems else [],
-                 systems, None, frozenset(systems), "full")
+                                  if not dim_free((m,))))
+    return Stage("promoted candidates on the other folds", list(dims) if systems else [],
+                 systems, tuple(k for k in range(est.num_folds) if k not in screened),
+                 frozenset(systems), lambdas)
+
+
+SCREEN_DIMS = "screen LDA dimensions"
+SCREEN_CANDIDATES = "screen candidates"

@@ -17,9 +17,10 @@ columns of a dimension once nothing left to rate needs them (``release``); ``cle
 everything when the model is fitted. What stays after the fit is the table of figures
 (``AutoBackend.cv_results_``).
 
-Memory: at most the columns of one stage at one dimension (the stage of the metrics: its
-systems x folds x held-out trials x 4 bytes; 9 systems x 5 folds x 3 M trials = 540 MB at the
-default ``max_trials``, far less with fewer speakers), plus the figures.
+Memory: at most the columns of one stage at one dimension (the stages of the metrics: their
+systems x folds x held-out trials x 4 bytes; 13 columns (9 systems, 4 lambdas of the
+discriminative PLDA until one is chosen) x 5 folds x 1.5 M trials = 390 MB at the default
+``max_trials``, less with fewer held-out speakers), plus the figures.
 """
 
 import numpy as np
@@ -86,16 +87,20 @@ class HeldOutStore:
                                  % (fold + 1, name, col.size, self.labels[fold].size))
             self.columns.setdefault((self.key(dim, name), fold), {})[name] = col
 
-    def has_figures(self, dim, system):
-        return len(self.figures.get((self.key(dim, system), system), ())) == self.num_folds
+    def _folds(self, folds):
+        return range(self.num_folds) if folds is None else folds
 
-    def has_columns(self, dim, systems):
+    def has_figures(self, dim, system, folds=None):
+        got = self.figures.get((self.key(dim, system), system), {})
+        return all(k in got for k in self._folds(folds))
+
+    def has_columns(self, dim, systems, folds=None):
         return all(name in self.columns.get((self.key(dim, name), k), {})
-                   for name in systems for k in range(self.num_folds))
+                   for name in systems for k in self._folds(folds))
 
-    def fold_figures(self, dim, system):
+    def fold_figures(self, dim, system, folds=None):
         got = self.figures[self.key(dim, system), system]
-        return [got[k] for k in range(self.num_folds)]
+        return [got[k] for k in self._folds(folds)]
 
     def column(self, fold, dim, system):
         return self.columns[self.key(dim, system), fold][system]
@@ -105,8 +110,9 @@ class HeldOutStore:
         return np.stack([self.column(fold, dim, s) for s in systems], axis=1).astype(np.float64)
 
     def alias(self, dim, old, new):
-        """Store ``old``'s figures and columns (all folds) under the name ``new``."""
-        self.figures[self.key(dim, new), new] = self.figures[self.key(dim, old), old]
+        """Store ``old``'s figures and columns (its folds) under the name ``new`` too."""
+        self.figures.setdefault((self.key(dim, new), new), {}).update(
+            self.figures[self.key(dim, old), old])
         for k in range(self.num_folds):
             cols = self.columns.get((self.key(dim, old), k), {})
             if old in cols:
@@ -119,22 +125,23 @@ class HeldOutStore:
                 self.columns.get((self.key(dim, name), k), {}).pop(name, None)
 
     # -- rating ------------------------------------------------------------------------------
-    def can_rate(self, dim, members):
+    def can_rate(self, dim, members, folds=None):
         if len(members) == 1:
-            return self.has_figures(dim, members[0])
-        return self.has_columns(dim, members)
+            return self.has_figures(dim, members[0], folds)
+        return self.has_columns(dim, members, folds)
 
-    def rate(self, dim, members, fusion, limit, seed):
-        """Per-fold held-out figures of the candidate ``members`` at ``dim``: a single
-        system's from the store; a fusion's cross-fitted (the fusion scoring fold k trained
-        on at most ``limit`` held-out trials of the other folds, ``fusion_rows``:
-        ``fusion(scores, labels)``). None when a fusion cannot be trained (separable or
-        degenerate scores)."""
+    def rate(self, dim, members, fusion, limit, seed, folds=None):
+        """Held-out figures of the candidate ``members`` at ``dim`` on each of ``folds``
+        (None: all): a single system's from the store; a fusion's cross-fitted among them
+        (the fusion scoring fold k trained on at most ``limit`` held-out trials of the other
+        folds, ``fusion_rows``: ``fusion(scores, labels)``). None when a fusion cannot be
+        trained (separable or degenerate scores)."""
+        folds = list(self._folds(folds))
         if len(members) == 1:
-            return self.fold_figures(dim, members[0])
+            return self.fold_figures(dim, members[0], folds)
         out = []
-        for k in range(self.num_folds):
-            others = [j for j in range(self.num_folds) if j != k]
+        for k in folds:
+            others = [j for j in folds if j != k]
             train, labels = self.gathered(others, dim, members, limit, seed)
             try:
                 fused = fusion(train, labels).transform(self.stack(k, dim, members))
@@ -146,9 +153,13 @@ class HeldOutStore:
     def gathered(self, folds, dim, members, limit, seed):
         """(scores of ``members`` at ``dim``, labels) of the trials of ``folds`` pooled, only
         the ``fusion_rows`` of them: the same rows as subsampling the pooled array, without
-        building it (at the paper's scale 5 folds x 3 M trials x 6 members x 8 bytes)."""
+        building it (at the paper's scale 5 folds x 1.5 M trials x 6 members x 8 bytes)."""
+        folds = tuple(folds)
         labels = np.concatenate([self.labels[j] for j in folds])
-        rows = fusion_rows(labels, limit, seed)
+        cache = self.__dict__.setdefault("_fusion_rows", {})
+        if (folds, limit, seed) not in cache:      # the same for every candidate
+            cache[folds, limit, seed] = fusion_rows(labels, limit, seed)
+        rows = cache[folds, limit, seed]
         if rows is None:
             return np.concatenate([self.stack(j, dim, members) for j in folds]), labels
         sizes = np.cumsum([0] + [self.labels[j].size for j in folds])

@@ -419,15 +419,17 @@ def _metric_scores(sq_enroll, sq_test, dots):
     return -np.maximum(sq_enroll + sq_test - 2.0 * dots, 0.0)
 
 
-def _row_dots(E, T, enroll_rows, test_rows, block=1 << 16):
+def _row_dots(E, T, enroll_rows, test_rows, block=None):
     """E[enroll_rows[k]] . T[test_rows[k]] for each k: a dense Gram block when the distinct
-    rows are few (the usual every-model-against-every-test design), else blocked gathers."""
+    rows are few (the usual every-model-against-every-test design), else blocked gathers of
+    about 16 MB each (the same sums, row by row, whatever the block)."""
     used_e = np.unique(enroll_rows)
     used_t = np.unique(test_rows)
     n = enroll_rows.size
     if used_e.size * used_t.size <= 8 * n + 65536:
         gram = E[used_e] @ T[used_t].T
         return gram[np.searchsorted(used_e, enroll_rows), np.searchsorted(used_t, test_rows)]
+    block = block or max(1024, (1 << 21) // max(1, E.shape[1]))
     out = np.empty(n)
     for start in range(0, n, block):
         stop = start + block

@@ -6,10 +6,10 @@
 
 Job J of NJ does folds J, J+NJ, ... (1-based; NJ defaults to the number of folds, one fold
 per job). The stages are models.auto_policy's: 1 screens the LDA dimensions (the cheap systems
-at each), 2 screens the candidates at the promoted dimension (the metrics at the screening
-budget), 3 cross-fits the promoted candidates' metrics at the full budget; a stage reads the
-previous one of EVERY fold (it is defined by its ratings) and may have nothing to do (its
-outputs say so). --combine reads them all, chooses the candidate, learns its fusion and
+at each, every fold), 2 screens the candidates at the promoted dimension (every system, on
+the screening folds), 3 cross-fits the promoted candidates on the other folds; a stage reads
+the previous one of every fold it ran on (it is defined by its ratings) and may have nothing
+to do on a fold (its output says so). --combine reads them all, chooses the candidate, learns its fusion and
 retrains it on all speakers: the same computation as one process (AutoBackend.fit is these
 steps), so the same system and the same model files, byte for byte.
 
@@ -106,8 +106,9 @@ def output_name(stage, fold):
 
 def _work(stage):
     return {"name": stage.name, "dims": [int(d) for d in stage.dims],
-            "systems": list(stage.systems), "iters": stage.iters, "budget": stage.budget,
-            "keep": sorted(stage.keep)}
+            "systems": list(stage.systems), "folds": [k + 1 for k in stage.folds],
+            "keep": sorted(stage.keep),
+            "lambdas": None if stage.lambdas is None else [float(v) for v in stage.lambdas]}
 
 
 def _content_sha256(info):
@@ -264,7 +265,7 @@ def read_fold_outputs(fold_dir, stage, num_folds, work, digest, trials=None):
     folds inner); ``trials``: each fold's HeldOutTrials (None: the scores are not read, only
     the figures). KaldiError for a missing fold, one from another configuration, stage or
     fold, or any damaged or changed file, naming it."""
-    missing = [k + 1 for k in range(num_folds)
+    missing = [k + 1 for k in work.folds
                if not os.path.isfile(os.path.join(fold_dir, output_name(stage, k),
                                                   "info.json"))]
     if missing:
@@ -276,7 +277,7 @@ def read_fold_outputs(fold_dir, stage, num_folds, work, digest, trials=None):
     expected = _work(work)
     allowed = set(work.systems)
     by_task = {}
-    for k in range(num_folds):
+    for k in work.folds:
         where = os.path.join(fold_dir, output_name(stage, k))
         info, path = _load_info(where)
         check_digest(info, digest, where)
@@ -315,7 +316,7 @@ def read_fold_outputs(fold_dir, stage, num_folds, work, digest, trials=None):
                                            [tuple(e) for e in task["errors"]])
         except _Bad as err:
             raise KaldiError("%s: %s; rerun the fold job" % (path, err)) from None
-    order = [(int(d), k) for d in work.dims for k in range(num_folds)] if work.systems else []
+    order = [(int(d), k) for d in work.dims for k in work.folds] if work.systems else []
     absent = [t for t in order if t not in by_task]
     if absent:
         raise KaldiError("%s has no scores at LDA %d" % (

@@ -81,6 +81,28 @@ def test_fold_jobs_and_combine_write_the_single_process_model_byte_for_byte(data
     assert files(tmp_path / "model") == files(data / "single")
 
 
+@pytest.mark.parametrize("num_jobs", [2, 5])
+def test_with_candidate_screening_the_three_stages_give_the_single_process_model(
+        data, tmp_path, num_jobs):
+    """5 folds: the candidates are screened on folds 1-2 (stage 2) and the promoted ones
+    cross-fitted on folds 3-5 (stage 3); jobs without a fold of a stage write an output that
+    says so. The same model files as one process, byte for byte."""
+    extra = ["--num-folds=5", "--screen-factor=4"]
+    single = train(data, tmp_path / "single", *extra)
+    assert single.returncode == 0, single.stderr.decode()
+    assert "Screening: " in single.stderr.decode()
+    folds = tmp_path / "folds"
+    for stage in (1, 2, 3):
+        run_stage(data, folds, stage, num_jobs, *extra)
+    info = json.loads((folds / "stage2.fold4/info.json").read_text())
+    assert info["work"]["folds"] == [1, 2] and info["tasks"] == []
+    info = json.loads((folds / "stage3.fold1/info.json").read_text())
+    assert info["work"]["folds"] == [3, 4, 5] and info["tasks"] == []
+    proc = train(data, tmp_path / "model", "--combine=%s" % folds, *extra)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert files(tmp_path / "model") == files(tmp_path / "single")
+
+
 @pytest.mark.parametrize("variant", [["--lda-dims=10"], ["--lda-selection=all"]])
 def test_without_the_lda_screening_stage_one_does_everything(data, tmp_path, variant):
     """One LDA dimension, or every candidate at every dimension: stage 2 has nothing to do

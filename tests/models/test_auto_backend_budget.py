@@ -96,46 +96,71 @@ def test_a_large_corpus_is_cross_fitted_on_a_subset_and_trained_on_all(data):
     assert model.pipeline_.lda_.num_speakers_ == 40
 
 
-def test_successive_halving_promotes_the_best_fraction_to_the_full_budget(data):
+def test_successive_halving_promotes_the_best_fraction_to_the_other_folds(data):
     X, y = data
     candidates = ("plda", "pauc_lnorm", "pauc_latent", "plda+pauc_lnorm", "plda+pauc_latent",
                   "pauc_lnorm+pauc_latent")
     lines = []
-    model = AutoBackend(candidates=candidates, lda_dims=(6, 10), num_folds=3,
-                        metric_params={"num_iters": 200, "batch_size": 40}, screen_factor=3,
+    model = AutoBackend(candidates=candidates, lda_dims=(6, 10), num_folds=5,
+                        metric_params={"num_iters": 60, "batch_size": 40}, screen_factor=4,
                         log=lines.append).fit(X, y)
     screen = [r for r in model.cv_results_ if r["budget"] == "screen"]
     full = [r for r in model.cv_results_ if r["budget"] == "full"]
-    # every metric candidate screened at 200 / 3 -> 67 iterations, at one LDA dimension
+    # every candidate with a metric screened on the first max(2, ceil(5 / 4)) = 2 folds, at
+    # the one LDA dimension promoted by the cheap systems
     assert {r["candidate"] for r in screen} == set(candidates) - {"plda"}
+    assert all(len(r["folds"]) == 2 for r in screen)
     dim = screen[0]["lda_dim"]
     assert all(r["lda_dim"] == dim for r in screen)
-    # the best third of the 6 candidates at that dimension (plda's full rating included)
-    at_dim = screen + [r for r in full if r["candidate"] == "plda" and r["lda_dim"] == dim]
-    best = sorted(at_dim, key=lambda r: -r["pauc"])[:2]
-    promoted = {r["candidate"] for r in best if r["budget"] == "screen"}
-    assert {r["candidate"] for r in full if r["candidate"] != "plda"} == promoted
-    assert model.chosen_ in full or dict(model.chosen_) in full
-    assert any(line.startswith("Screening: 6 candidates rated at LDA %d, the pAUCMetrics at "
-                               "67 of 200 iterations; the best 2 (1/3)" % dim)
-               for line in lines)
-    assert "screening 6 candidates rated at LDA %d" % dim in model.describe()
+    # the best quarter (2 of 6) by mean held-out pAUC on those 2 folds (plda's full row read
+    # on the same folds) is promoted, and rated on all 5
+    plda = next(r for r in full if r["candidate"] == "plda" and r["lda_dim"] == dim)
+    mean = {r["candidate"]: np.mean([f["pauc"] for f in r["folds"][:2]])
+            for r in screen + [plda]}
+    best = sorted(mean, key=lambda c: -mean[c])[:2]
+    promoted = {c for c in best if c != "plda"}
+    needed = {m for c in promoted for m in c.split("+")}
+    rated = {r["candidate"] for r in full if r["candidate"] != "plda"}
+    # the promoted are rated on every fold, and so is any candidate made of their systems
+    # (computed anyway); nothing else
+    assert promoted <= rated
+    assert rated == {c for c in candidates if c != "plda" and set(c.split("+")) <= needed}
+    assert all(len(r["folds"]) == 5 for r in full)
+    for r in full:                          # the promoted keep the figures they were screened
+        if r["candidate"] in promoted:      # with: the same fold models
+            first = next(s for s in screen if s["candidate"] == r["candidate"])
+            if "+" not in r["candidate"]:
+                assert r["folds"][:2] == first["folds"]
+    # the third stage cross-fits the promoted candidates' systems, on folds 3-5 only
+    third = [l for l in lines if l.startswith("Cross-fitted") and "folds 3,4,5 of 5" in l]
+    if promoted:
+        assert len(third) == 1
+        assert sorted(third[0].split(" at ")[0][13:].split(", ")) == sorted(needed)
+    assert dict(model.chosen_) in full
+    assert any(line.startswith("Screening: 6 candidates rated at LDA %d on folds 1,2; the "
+                               "best 2 (1/4)" % dim) for line in lines)
+    assert "screening 6 candidates rated at LDA %d on folds 1,2" % dim in model.describe()
     # nothing of the cross-fitting is kept once the model is fitted but its figures
     assert not hasattr(model, "fold_scores_") and not hasattr(model, "_store")
 
 
-def test_no_screening_below_its_minimum_budget(data):
+def test_no_screening_with_fewer_than_twice_the_screening_folds(data):
     X, y = data
     model = AutoBackend(candidates=("plda", "pauc_lnorm"), lda_dims=(6, 10), num_folds=3,
-                        metric_params={"num_iters": 120}, screen_factor=3).fit(X, y)
-    assert {r["budget"] for r in model.cv_results_} == {"full"}       # 40 < 50 iterations
+                        metric_params={"num_iters": 40}, screen_factor=4).fit(X, y)
+    assert {r["budget"] for r in model.cv_results_} == {"full"}
+    assert all(len(r["folds"]) == 3 for r in model.cv_results_)
 
 
 def test_the_result_does_not_depend_on_the_processes(data):
+    """Folds, the final metrics and the fusions' rating in two forked processes: the same
+    rows and the same model."""
     X, y = data
-    kwargs = dict(candidates=("plda", "pauc_lnorm", "plda+pauc_latent"), lda_dims=(6, 10),
-                  num_folds=3, metric_params={"num_iters": 100, "batch_size": 40},
-                  screen_factor=2)
+    kwargs = dict(candidates=("plda", "pauc_lnorm", "plda+pauc_latent", "dplda",
+                              "pauc_lnorm+pauc_latent", "dplda+pauc_lnorm"),
+                  lda_dims=(6, 10), num_folds=4, metric_params={"num_iters": 60,
+                                                                "batch_size": 40},
+                  dplda_lambdas=(100, 10), screen_factor=2)
     one = AutoBackend(**kwargs).fit(X, y)
     two = AutoBackend(n_jobs=2, **kwargs).fit(X, y)
     assert one.cv_results_ == two.cv_results_

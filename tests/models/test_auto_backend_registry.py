@@ -51,10 +51,17 @@ def test_every_parameter_is_declared_once_with_the_estimators_default():
     assert set(signature) - {"self", "metric_params"} == declared
     for p in auto_params.PARAMS:
         assert signature[p.name].default == p.default, p.name
-    # the metric options take PaucMetric's own defaults
+    # the metric options take PaucMetric's own defaults but the number of iterations (the
+    # budget of the automatic back-end), which is what its folds and final model train with
     metric = inspect.signature(PaucMetric.__init__).parameters
     for p in auto_params.METRIC_OPTIONS:
-        assert p.default == metric[p.name].default, p.name
+        if p.name != "num_iters":
+            assert p.default == metric[p.name].default, p.name
+    iters = next(p.default for p in auto_params.METRIC_OPTIONS if p.name == "num_iters")
+    pipe = AutoBackend()._make_pipeline(10, ("pauc_lnorm",), 0)
+    assert pipe._metric().num_iters == iters
+    assert AutoBackend(metric_params={"gamma": 0.2})._make_pipeline(
+        10, ("pauc_lnorm",), 0)._metric().get_params()["num_iters"] == iters
     assert AutoBackend().get_params()["lda_dims"] == auto_params.DEFAULT_LDA_DIMS
     est = AutoBackend().set_params(num_folds=3)
     assert est.num_folds == 3

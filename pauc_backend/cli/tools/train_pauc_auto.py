@@ -39,15 +39,17 @@ pooled held-out scores.
 Cost of choosing (bounded whatever the corpus; only the final training grows with it,
 linearly in the vectors): the cross-fitting uses at most --max-speakers speakers and
 --max-vectors vectors (seeded subsets beyond), at most --max-trials held-out trials per fold,
-and halves the candidates in up to three stages (successive halving, the metrics' iterations
-as the resource): 1. the LDA dimensions are screened with the cheap systems (PLDA, cosines,
-with and without AS-norm; closed-form training), and the one kept by --selection among them
-is promoted; 2. there, every candidate is screened with the pAUCMetrics at --num-iters /
---screen-factor iterations; 3. the best 1/--screen-factor of the candidates are promoted and
-their metrics cross-fitted at --num-iters. The choice is among the candidates rated at the
-full budget. Per fold: len(--lda-dims) LDA+PLDA fits and scorings, two metrics at the
-screening budget, the discriminative PLDA, the promoted metrics at the full budget. The log
-and system.txt say what was screened on what and what was promoted, and why.
+and halves the candidates in up to three stages (successive halving, the held-out folds as
+the resource): 1. the LDA dimensions are screened with the cheap systems (PLDA and the
+cosines: closed-form training; AS-norm only of raw cosine, scored once) on every fold, and
+the one kept by --selection among them is promoted; 2. there, every candidate is screened on the first
+m = max(2, ceil(--num-folds / --screen-factor)) folds; 3. the best 1/--screen-factor of them
+are cross-fitted on the other folds (their systems only; a fold's models are trained once).
+The choice is among the candidates rated on every fold. Per fold: len(--lda-dims) LDA+PLDA
+fits and scorings; at one dimension, on m folds, the two metrics (--num-iters iterations of
+--batch-size speakers) and the discriminative PLDA, on the others what the promoted need.
+With fewer than 2 m folds there is no candidate screening. The log and system.txt say what
+was screened on what and what was promoted, and why.
 
 The input vectors are RAW (as extracted, not mean-subtracted). The model directory holds
 Kaldi-format pieces (mean.vec, transform.mat, plda, metric_*, fusion) and system.txt, which
@@ -55,7 +57,8 @@ names the chosen system and its cross-fitted figures. Score with score-pauc-auto
 The paper's algorithm alone: --candidates=pauc_latent --lda-dims=100 (with --num-folds=2 the
 cross-fitting only serves to calibrate it). The choice before the "no LDA" candidates, the
 discriminative PLDA, the 1se rule and the screening: --lda-dims=100,150,200 --selection=best
---screen-factor=1 --candidates=<the old list, without cosine_raw and dplda>.
+--screen-factor=1 --max-speakers=0 --max-vectors=0 --max-trials=3000000 --num-iters=1000
+--candidates=<the old list, without cosine_raw and dplda>.
 
 Progress: a LOG line "Progress: fold k of n, LDA d: <system> metric, iteration i of N;
 elapsed ..., estimated remaining ..." at least every --progress-interval seconds of work, also
