@@ -8,7 +8,7 @@ import numpy as np
 
 from pauc_backend.models import selection
 from pauc_backend.models.auto_folds import (choose_dplda_lambda, dim_label, fold_task,
-                                            run_fold_tasks)
+                                            run_fold_tasks, task_systems)
 from pauc_backend.models.auto_policy import (SCREEN_CANDIDATES, SCREEN_DIMS, Stage,
                                              promoted_stage, second_stage)
 from pauc_backend.models.auto_store import HeldOutStore
@@ -106,7 +106,7 @@ class CrossFit:
     def _dimension_done(self, work, dim):
         est = self.est
         est._log("Cross-fitted %s at LDA %s on %s"
-                 % (", ".join(work.systems), dim_label(dim),
+                 % (", ".join(task_systems(work, dim)), dim_label(dim),
                     "%d folds" % est.num_folds if len(work.folds) == est.num_folds else
                     "fold%s %s of %d" % ("s" if len(work.folds) > 1 else "",
                                          ",".join(str(k + 1) for k in work.folds),
