@@ -228,9 +228,13 @@ class CrossFit:
                  "cross-fit")
         est._log("Screening: " + line)
         est.crossfit_.append("screening " + line)
+        # dimension-free systems (raw cosine) are not screened: the other folds complete them
+        free = tuple(m for m in self.needed if dim_free((m,))
+                     and not self.store.has_figures(screen.dims[0], m))
+        dims = sorted({r["score_dim"] for r in promoted}) or list(screen.dims[:1] if free
+                                                                 else ())
         lambdas = None if est.dplda_lambda_ is None else (est.dplda_lambda_,)
-        return promoted_stage(est, self, names, sorted({r["score_dim"] for r in promoted}),
-                              lambdas)
+        return promoted_stage(est, self, names, dims, lambdas, free)
 
     def recompute(self, dim, members):
         """The held-out scores of ``members`` at ``dim`` when the store released them (a
