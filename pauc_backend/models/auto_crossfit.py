@@ -79,8 +79,12 @@ class CrossFit:
             results = (fold_task(est, self, work, dim, k,
                                  est.task_progress(dim, k, i, len(tasks)))
                        for i, (dim, k) in enumerate(tasks))
-        for task, result in zip(tasks, results):
-            yield (task,) + tuple(result)
+        # every result is drawn, the last one too: the pool's iterator must run to its end,
+        # where the pool is closed and joined (zip(tasks, results) left it suspended after
+        # the last task, so the pool was terminated when the iterator was collected: a
+        # SIGTERM to idle workers in every run)
+        for i, result in enumerate(results):
+            yield (tasks[i],) + tuple(result)
         if hb is not None:
             hb.idle()
 
