@@ -13,7 +13,6 @@ Prints the cross-fitted table (mean over folds) and the evaluation table, with r
 
 import argparse
 import os
-import pickle
 import subprocess
 import sys
 import tempfile
@@ -25,7 +24,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from pauc_backend.kaldi_io import read_vector_table  # noqa: E402
 from pauc_backend.models.auto_backend import AutoBackend  # noqa: E402
-from pauc_backend.models.backend_pipeline import BackendPipeline, base_system  # noqa: E402
+from pauc_backend.models.auto_params import DEFAULT_LDA_DIMS  # noqa: E402
+from pauc_backend.models.auto_systems import parse_candidate  # noqa: E402
+from pauc_backend.models.backend_pipeline import BackendPipeline  # noqa: E402
 from pauc_backend.models.crossfit import trial_figures  # noqa: E402
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared",
@@ -94,17 +95,26 @@ def fmt(fig):
     return "%5.2f | %.4f | %.4f" % (100 * fig["eer"], fig["min_dcf"], fig["pauc_001"])
 
 
+class KeepHeldOut(AutoBackend):
+    """AutoBackend that keeps its cross-fitting (plan and store) after the fit, so that the
+    evaluation of every rated candidate can reuse its pooled held-out scores (benchmark
+    only: the estimator releases them)."""
+
+    def prepare(self, X, y, groups=None):
+        self._plan = super().prepare(X, y, groups)
+        self._plan.store.clear = lambda: None
+        return self._plan
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("corpus", choices=sorted(CORPORA))
-    parser.add_argument("--lda-dims", default="100,150,200")
+    parser.add_argument("--lda-dims", default=",".join(map(str, DEFAULT_LDA_DIMS)))
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--candidates", default="")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--lda-selection", default="cheap")
     parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--save", default="", help="pickle the fitted model here")
-    parser.add_argument("--load", default="", help="skip the fit: load this pickle")
     args = parser.parse_args()
     X, y, E, num_utts, T, er, tr, lab, enroll_utts = load(args.corpus)
     kwargs = {}
@@ -112,19 +122,12 @@ def main():
         kwargs["candidates"] = args.candidates.split(",")
     load_before = os.getloadavg()
     t0, c0 = time.time(), os.times()
-    auto = AutoBackend(lda_dims=[int(d) for d in args.lda_dims.split(",")],
+    auto = KeepHeldOut(lda_dims=[int(d) for d in args.lda_dims.split(",")],
                        num_folds=args.folds, enroll_utts=enroll_utts,
-                       lda_selection=args.lda_selection, n_jobs=args.jobs, random_state=args.seed,
+                       lda_selection=args.lda_selection, n_jobs=args.jobs,
+                       random_state=args.seed,
                        log=lambda m: print("LOG", m, file=sys.stderr, flush=True), **kwargs)
-    if args.load:
-        with open(args.load, "rb") as f:
-            auto = pickle.load(f)
-    else:
-        auto.fit(X, y)
-    if args.save:
-        auto.log = None
-        with open(args.save, "wb") as f:
-            pickle.dump(auto, f)
+    auto.fit(X, y)
     wall, c1 = time.time() - t0, os.times()
     cpu = sum(c1[i] - c0[i] for i in range(4))  # self + worker processes
     print("fit: wall %.1f s, cpu %.1f s; load before %.2f, uptime after: %s"
@@ -134,38 +137,28 @@ def main():
     print("\n| system | LDA | held-out EER % | minDCF | pAUC[0,0.01] | eval EER % | minDCF | "
           "pAUC[0,0.01] |")
     print("|---|---|---|---|---|---|---|---|")
-    dims = sorted({r["lda_dim"] for r in auto.cv_results_})
-    labels = np.concatenate([lab_k for lab_k in auto.heldout_labels_])
+    plan = auto._plan
     rows = []
-    for dim in dims:
-        needed = list(auto.fold_scores_[0, dim])
-        if set(needed) <= set(auto.pipeline_.systems) or dim == auto.lda_dim_ and {
-                base_system(s) for s in needed} <= {base_system(s) for s in
-                                                     auto.pipeline_.systems}:
-            # the final pipeline already holds these metrics: reuse them (no refit)
-            pipe = auto.pipeline_
-            pipe.systems = tuple(needed)
-            pipe.__dict__.pop("_cohort_feats", None)
-            if pipe.cohort_ is None:
-                pipe = None
-        else:
-            pipe = None
-        if pipe is None:
-            pipe = BackendPipeline(lda_dim=dim, systems=tuple(needed),
-                                   random_state=args.seed).fit(X, y)
+    full = [r for r in auto.cv_results_ if r["budget"] == "full"]
+    for dim in sorted({r["score_dim"] for r in full}):
+        here = [r for r in full if r["score_dim"] == dim]
+        needed = tuple(dict.fromkeys(m for r in here for m in parse_candidate(r["candidate"])))
+        pipe = BackendPipeline(lda_dim=dim, systems=needed, metric_params=auto.metric_params,
+                               enroll_utts=enroll_utts, random_state=args.seed)
+        if auto.dplda_lambda_ is not None:
+            pipe.dplda_lambdas = (auto.dplda_lambda_,)
+        pipe.fit(X, y)
         scores = pipe.score(pipe.features(E, num_utts), pipe.features(T), er, tr, num_utts)
-        for r in auto.cv_results_:
-            if r["lda_dim"] != dim:
-                continue
-            mem = r["candidate"].split("+")
-            cols = [needed.index(m) for m in mem]
-            pooled = np.concatenate([auto._columns(k, dim, mem) for k in range(args.folds)])
-            fused = auto._fit_fusion(pooled, labels).transform(scores[:, cols])
+        for r in here:
+            mem = parse_candidate(r["candidate"])
+            if not plan.store.has_columns(dim, mem):
+                plan.recompute(dim, mem)
+            pooled, labels = plan.store.pooled(dim, mem)
+            fused = auto._fusion(auto.max_fusion_trials)(pooled, labels).transform(
+                scores[:, [needed.index(m) for m in mem]])
             rows.append((r, trial_figures(fused, lab, 0, 0.01)))
     for r, ev in sorted(rows, key=lambda x: -x[0]["pauc"]):
         print("| %s | %d | %s | %s |" % (r["candidate"], r["lda_dim"], fmt(r), fmt(ev)))
-    auto.pipeline_.systems = auto.members_
-    auto.pipeline_.__dict__.pop("_cohort_feats", None)
     auto_scores = auto.score(E, T, er, tr, num_utts)
     print("| **auto: %s** | %d | %s | %s |" % (auto.chosen_["candidate"], auto.lda_dim_,
                                                fmt(auto.chosen_),

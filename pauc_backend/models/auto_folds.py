@@ -1,40 +1,118 @@
-"""The folds of pAUCMetric (auto)'s cross-fitting (models.auto_backend): running (dim, fold)
-tasks in forked worker processes, and choosing the discriminative PLDA's lambda from the
-held-out scores of every fold."""
+"""The fold tasks of pAUCMetric (auto)'s cross-fitting (models.auto_backend): one LDA
+dimension and one fold each, run in this process or in forked workers, and the choice of the
+discriminative PLDA's lambda from their figures.
+
+A task trains the systems of its stage on the training rows of the fold (no copy of the table:
+the pipeline reads the rows it is given) and scores the fold's held-out trials; it returns the
+held-out FIGURES of every system and the SCORES (float32) of the systems still needed for
+fusions (models.auto_store)."""
 
 import multiprocessing
 
 import numpy as np
 
-from pauc_backend.models.auto_candidates import dim_label
+from pauc_backend.models.auto_systems import base_system, dim_free, system
 from pauc_backend.models.crossfit import trial_figures
 
-__all__ = ["run_fold_tasks", "choose_dplda_lambda"]
+__all__ = ["fold_task", "run_fold_tasks", "choose_dplda_lambda", "task_systems"]
 
 _SHARED = None
 
 
-def run_fold_tasks(model, plan, systems, tasks, n_jobs):
-    """``model.fold_scores`` of each (dim, fold) task, in ``n_jobs`` forked processes (the
-    data reach them by fork, not by pickling); each worker reports its own progress."""
+def task_systems(stage, dim):
+    """The systems a task of ``stage`` at ``dim`` cross-fits: dimension-free systems only at
+    the stage's first dimension (their scores do not depend on it)."""
+    first = stage.dims[0] if stage.dims else None
+    return tuple(s for s in stage.systems if not dim_free((s,)) or dim == first)
+
+
+def fold_task(est, plan, stage, dim, k, progress=None):
+    """Train on every fold but k, score fold k's held-out trials: ({system: figures},
+    {system: float32 scores} of the kept ones, [(systems, error)] of what could not be
+    trained). Systems needing the PLDA are dropped together when it cannot be estimated (e.g.
+    more dimensions than vectors); the discriminative PLDA gives one column per lambda,
+    "dplda@<lambda>"."""
+    systems = task_systems(stage, dim)
+    X, y, t = plan.X, plan.y, plan.trials[k]
+    train_rows = plan.train_rows(k)
+    errors = []
+    pipe = None
+    # what remains without the PLDA, then without the LDA (raw cosine needs neither)
+    attempts = [systems]
+    for keep in (lambda s: not system(base_system(s)).needs_plda, lambda s: dim_free((s,))):
+        fewer = tuple(s for s in attempts[-1] if keep(s))
+        if fewer and fewer != attempts[-1]:
+            attempts.append(fewer)
+    for attempt in attempts:
+        pipe = est._make_pipeline(dim, attempt, est.random_state + k)
+        if stage.lambdas is not None:            # the lambda chosen on the other folds
+            pipe.dplda_lambdas = tuple(stage.lambdas)
+        pipe.progress = progress
+        try:
+            pipe.fit(X, y[train_rows], rows=train_rows)
+            break
+        except (ValueError, np.linalg.LinAlgError) as err:
+            lost = [s for s in attempt if system(base_system(s)).needs_plda]
+            if not lost or err.__class__ is not ValueError or "PLDA" not in str(err):
+                lost = [s for s in attempt if not dim_free((s,))] or attempt
+            errors.append((", ".join(lost), str(err)))
+            pipe = None
+    if pipe is None:
+        return {}, {}, errors
+    pipe.progress = None
+    if progress is not None:
+        progress(step="scoring %d held-out trials" % t.is_target.size, fraction=1.0)
+    scores = {}
+    plain = tuple(s for s in pipe.systems if base_system(s) != "dplda")
+    if plain:
+        pipe.systems = plain
+        cols = _score(pipe, X, t)
+        scores.update((name, cols[:, j]) for j, name in enumerate(plain))
+    dplda = tuple(s for s in attempt if base_system(s) == "dplda")
+    if dplda and pipe.dplda_:          # the same pipeline, scoring with each lambda's model
+        pipe.systems = dplda
+        pipe.__dict__.pop("_cohort_feats", None)      # the cohort in the dplda's space
+        for lam in sorted(pipe.dplda_):
+            pipe.dplda_lambda = lam
+            cols = _score(pipe, X, t)
+            scores.update(("%s@%r" % (name, lam), cols[:, j]) for j, name in enumerate(dplda))
+    figures = {name: trial_figures(col, t.is_target, est.alpha, est.beta)
+               for name, col in scores.items()}
+    kept = {name: np.ascontiguousarray(col, dtype=np.float32) for name, col in scores.items()
+            if name.split("@")[0] in stage.keep}
+    return figures, kept, errors
+
+
+def _score(pipe, X, t):
+    fe = pipe.features(t.enroll_vectors(X), t.num_utts)
+    ft = pipe.features(X[t.test_rows], 1)
+    return pipe.score(fe, ft, t.enroll_index, t.test_index, t.num_utts)
+
+
+def run_fold_tasks(est, plan, stage, tasks, n_jobs):
+    """``fold_task`` of each (dim, fold) task, in ``n_jobs`` forked processes (the data
+    reach them by fork, not by pickling), results in task order as they come (an iterator),
+    so the caller can rate and release a dimension while later ones run; each worker
+    reports its own progress."""
     from pauc_backend.workers import fork_pool
     global _SHARED
     done = multiprocessing.get_context("fork").Value("i", 0)
-    _SHARED = (model, plan, systems, tasks, done)
+    _SHARED = (est, plan, stage, tasks, done)
     try:
         with fork_pool(n_jobs) as pool:
-            return pool.map(_fold_task, range(len(tasks)))
+            for result in pool.imap(_fold_task, range(len(tasks))):
+                yield result
     finally:
         _SHARED = None
 
 
 def _fold_task(index):
     """Task ``index`` (dim, fold) in a forked worker."""
-    model, plan, systems, tasks, done = _SHARED
+    est, plan, stage, tasks, done = _SHARED
     dim, k = tasks[index]
-    progress = model.task_progress(dim, k, index, len(tasks), done)
+    progress = est.task_progress(dim, k, index, len(tasks), done)
     try:
-        return model.fold_scores(plan, systems, dim, k, progress)
+        return fold_task(est, plan, stage, dim, k, progress)
     finally:
         with done.get_lock():
             done.value += 1
@@ -42,35 +120,34 @@ def _fold_task(index):
             progress(step=None)           # idle until the next task
 
 
-def choose_dplda_lambda(fold_scores, trials, alpha, beta, log):
-    """Pick the discriminative PLDA's lambda by mean held-out pAUC of dplda alone at the
-    dimension where it was cross-fitted; alias its columns in ``fold_scores`` ({(fold, dim):
-    {system: scores}}) as "dplda" (and ":as"). Returns the lambda, None without dplda."""
-    best = None
-    keys = sorted({key for key, cols in fold_scores.items()
-                   if any(name.startswith("dplda@") for name in cols)})
-    for dim in sorted({d for _, d in keys}):
-        cols = fold_scores[0, dim]
-        lambdas = sorted({float(n.split("@")[1]) for n in cols if n.startswith("dplda@")},
-                         reverse=True)
-        rated = []
-        for lam in lambdas:
-            per_fold = [trial_figures(fold_scores[k, dim]["dplda@%r" % lam],
-                                      t.is_target, alpha, beta)
-                        for k, t in enumerate(trials)]
-            rated.append((float(np.mean([f["pauc"] for f in per_fold])), lam))
+def choose_dplda_lambda(store, dim, log, alpha, beta, folds, choose=True):
+    """Pick the discriminative PLDA's lambda by mean held-out pAUC of dplda alone at ``dim``
+    on ``folds`` (``choose`` False: the one lambda there is, already chosen) and store its
+    figures and columns as "dplda" (and "dplda:as"); drop the others. Returns the lambda,
+    None without dplda."""
+    names = sorted({name for (_, name) in store.figures if name.startswith("dplda@")})
+    if not names:
+        return None
+    lambdas = sorted({float(n.split("@")[1]) for n in names}, reverse=True)
+    rated = []
+    for lam in lambdas:
+        per_fold = store.fold_figures(dim, "dplda@%r" % lam, folds)
+        rated.append((float(np.mean([f["pauc"] for f in per_fold])), lam))
+        if choose:
             log("Held-out dplda lambda %-8g LDA %s: pAUC[%g,%g] %.4f  EER %.2f%%  "
                 "minDCF(0.01) %.4f" % (lam, dim_label(dim), alpha, beta, rated[-1][0],
                                        100 * np.mean([f["eer"] for f in per_fold]),
                                        np.mean([f["min_dcf"] for f in per_fold])))
-        top = max(value for value, _ in rated)
-        best = next(lam for value, lam in rated if value == top)   # ties: larger lambda
+    top = max(value for value, _ in rated)
+    best = next(lam for value, lam in rated if value == top)   # ties: the larger lambda
+    if choose:
         log("Discriminative PLDA: lambda %g has the best held-out pAUC" % best)
-        for k in range(len(trials)):
-            cols = fold_scores[k, dim]
-            for name in list(cols):
-                if "@" in name and float(name.split("@")[1]) == best:
-                    cols[name.split("@")[0]] = cols[name]
-            for name in [n for n in cols if "@" in n]:
-                del cols[name]
+    for name in names:
+        if float(name.split("@")[1]) == best:
+            store.alias(dim, name, name.split("@")[0])
+    store.drop(dim, names)
     return best
+
+
+def dim_label(dim):
+    return "none" if not dim else "%d" % dim

@@ -1,75 +1,65 @@
 """One whole classical + pAUCMetric back-end, trained from raw vectors (numpy, no files).
 
-The pipeline is recipes/etri's (egs/sre16/v2 without adaptation): subtract the training mean,
-LDA (Kaldi's ivector-compute-lda; ``lda_dim=0``: no LDA, the identity), then
-
-* ``cosine_raw``:  unit-length RAW vectors (no mean, no LDA), dot product: what a user of
-                   neural embeddings already has (score-cosine-trials --normalize=true);
-* ``cosine``:      unit-length LDA vectors, dot product (ivector-compute-dot-products);
-* ``plda``:        length-normalised (sqrt(dim)) LDA vectors, Kaldi PLDA LLR with num_utts
-                   (ivector-plda-scoring);
-* ``dplda``:       discriminative PLDA (models.discriminative_plda): the full quadratic form
-                   of the PLDA score on the same latent vectors, fine-tuned from the PLDA by
-                   prior-weighted logistic regression on trials among the training vectors
-                   (enrollments of ``enroll_utts`` vectors, as the evaluation's), one model
-                   per L2 weight in ``dplda_lambdas`` (a warm-started path; ``dplda_lambda``
-                   picks the one that scores);
-* ``pauc_lnorm``:  pAUCMetric (paper Alg. 1) on the unit-length LDA vectors ("length-norm");
-* ``pauc_latent``: pAUCMetric on the PLDA latent vectors (Plda::TransformIvector with
-                   num_utts, the paper's "PLDA-based" preprocessing, Section V-B).
-
-Enrollment vectors may be speaker means of raw vectors (``num_utts`` > 1), as ETRI's.
-Every score is -S (eq. 1) or an LLR: higher means more likely the same speaker.
+The pipeline is recipes/etri's (egs/sre16/v2 without adaptation): the training mean
+(compute-vector-mean), LDA of the centred vectors (ivector-compute-lda; ``lda_dim=0``: no LDA,
+the identity), then the systems of ``models.auto_systems`` (their spaces and heads: raw cosine,
+centred cosine, Kaldi's PLDA with num_utts, the discriminative PLDA, pAUCMetric on the
+length-normalised LDA vectors and on the PLDA latent vectors). Enrollment vectors may be
+speaker means of raw vectors (``num_utts`` > 1), as ETRI's. Every score is -S (eq. 1) or an
+LLR: higher means more likely the same speaker.
 
 A system name with the suffix ``:as`` (e.g. ``plda:as``) is that system's score after adaptive
 symmetric score normalisation (AS-norm, models.score_norm) against a cohort of the TRAINING
 speakers' mean vectors (raw speaker means, scored as enrollments of their size where that
 matters, i.e. for PLDA), with the ``asnorm_top_n`` highest cohort scores of each side.
+
+Memory: the training table is held once, as given (float32 as read), and never copied:
+``fit(X, y, rows=...)`` trains on the rows named (a fold's training speakers), the mean, the
+LDA and PLDA statistics are accumulated from blocks of rows (models.lda, models.plda), the
+projected vectors are made a block at a time, and each pAUCMetric's features (n x lda_dim,
+float32) exist only while that metric trains (in its own worker with ``n_jobs`` > 1).
 """
 
 import numpy as np
 
+from pauc_backend.models.auto_systems import (NORMS, SYSTEMS, base_system, canonical,  # noqa
+                                              system)
 from pauc_backend.models.discriminative_plda import (DiscriminativePLDA, plda_quadratic_form,
                                                      sample_training_trials)
+from pauc_backend.models import blocked
+from pauc_backend.models.class_stats import ClassStats
 from pauc_backend.models.lda import LDA
 from pauc_backend.models.metric_learning import PaucMetric, metric_factor
 from pauc_backend.models.plda import PLDA
 from pauc_backend.models.preprocessing import normalize_length
 from pauc_backend.models.score_norm import blockwise_cohort_statistics, normalize_scores
 
-SYSTEMS = ("cosine", "plda", "pauc_lnorm", "pauc_latent", "cosine_raw", "dplda")
-# Systems that need the PLDA (they fail together when it cannot be trained), and systems that
-# depend on neither the training mean nor the LDA.
-PLDA_SYSTEMS = ("plda", "pauc_latent", "dplda")
-DIM_FREE_SYSTEMS = ("cosine_raw",)
-_DOT_SYSTEMS = ("cosine", "cosine_raw")       # score = dot product of the features
-_QUADRATIC_SYSTEMS = ("plda", "dplda")        # score = their own quadratic form
 DPLDA_LAMBDAS = (300.0, 100.0, 30.0, 10.0)
-NORMS = ("as",)
+_BLOCK = 8192                    # rows projected at a time
 
 
-def base_system(name):
-    """'plda:as' -> 'plda'; ValueError for an unknown system or normalisation."""
-    base, _, norm = name.partition(":")
-    if base not in SYSTEMS or (norm and norm not in NORMS):
-        raise ValueError("unknown system %r (known: %s, each optionally with :as)"
-                         % (name, ", ".join(SYSTEMS)))
-    return base
+def _keys(heads=None, spaces=None, dim_free=None):
+    return tuple(s.key for s in SYSTEMS if (heads is None or s.head in heads)
+                 and (spaces is None or s.space in spaces)
+                 and (dim_free is None or s.dim_free == dim_free))
 
-# The metric options of train-pauc-metric as shipped (models.metric_learning).
-DEFAULT_METRIC_PARAMS = {}
+
+# Derived from the registry (kept as names for the callers of earlier versions).
+PLDA_SYSTEMS = tuple(s.key for s in SYSTEMS if s.needs_plda)
+DIM_FREE_SYSTEMS = _keys(dim_free=True)
 
 
 class BackendPipeline:
     """Mean + LDA(lda_dim) + PLDA + the pAUCMetrics needed by ``systems``.
 
     ``metric_params``: keyword arguments of PaucMetric (alpha/beta/seed are set from here too).
-    ``systems``: names of SYSTEMS, optionally with ``:as`` (AS-norm, see the module doc).
+    ``systems``: keys of models.auto_systems, optionally with ``:as`` (AS-norm, module doc).
     """
 
-    def __init__(self, lda_dim=100, systems=SYSTEMS, metric_params=None, alpha=0.0,
-                 beta=0.01, asnorm_top_n=100, enroll_utts=0, dplda_lambdas=DPLDA_LAMBDAS,
-                 dplda_lambda=None, random_state=0, progress=None):
+    def __init__(self, lda_dim=100, systems=tuple(s.key for s in SYSTEMS), metric_params=None,
+                 alpha=0.0, beta=0.01, asnorm_top_n=100, enroll_utts=0,
+                 dplda_lambdas=DPLDA_LAMBDAS, dplda_lambda=None, random_state=0,
+                 progress=None):
         self.lda_dim = lda_dim
         self.progress = progress
         self.enroll_utts = enroll_utts
@@ -83,7 +73,7 @@ class BackendPipeline:
         self.random_state = random_state
 
     def _metric(self, callback=None):
-        params = dict(DEFAULT_METRIC_PARAMS, **(self.metric_params or {}))
+        params = dict(self.metric_params or {})
         params.update(alpha=self.alpha, beta=self.beta, random_state=self.random_state,
                       callback=callback)
         return PaucMetric(**params)
@@ -106,42 +96,56 @@ class BackendPipeline:
                        / num_steps, iteration=it, num_iters=num_iters)
         return callback
 
-    def fit(self, X, y, n_jobs=1):
-        """Train every piece on raw vectors X (n, D) with speaker labels y; with n_jobs > 1
-        the two pAUCMetrics train in parallel (forked) processes, with identical results."""
-        X = np.asarray(X, dtype=np.float32)
+    def _systems(self):
+        return [system(base_system(s)) for s in self.systems]
+
+    def _bases(self):
+        return {s.key for s in self._systems()}
+
+    # -- training ------------------------------------------------------------------------------
+    def fit(self, X, y, n_jobs=1, rows=None):
+        """Train every piece on raw vectors X (n, D) with speaker labels y; ``rows``: the
+        rows of X to use, in this order (y labels them), so a fold needs no copy of the
+        table. With n_jobs > 1 the pAUCMetrics train in parallel (forked) processes, with
+        identical results."""
+        X = np.asarray(X)
+        if X.dtype != np.float32:
+            X = X.astype(np.float32)
+        rows = np.arange(X.shape[0]) if rows is None else np.asarray(rows, dtype=np.intp)
         y = np.asarray(y)
-        bases = self._bases()
+        self.systems = tuple(canonical(s) for s in self.systems)
+        chosen = self._systems()
         self.__dict__.pop("_cohort_feats", None)
-        num_metrics = len({"pauc_lnorm", "pauc_latent"} & bases)
-        num_steps = (1 + bool(set(PLDA_SYSTEMS) & bases) + ("dplda" in bases)
-                     + num_metrics)
+        metrics = [s for s in chosen if s.head == "metric"]
+        metrics = list({s.key: s for s in metrics}.values())
+        plda_needed = any(s.needs_plda for s in chosen)
+        dplda_needed = any(s.head == "dplda" for s in chosen)
+        num_steps = 1 + plda_needed + dplda_needed + len(metrics)
         self._note("mean and LDA", 0.0)
-        # float32, as compute-vector-mean writes it and subtract-vector-mean applies it
-        self.mean_ = X.astype(np.float64).mean(axis=0).astype(np.float32)
-        centred = X - self.mean_
-        if int(self.lda_dim) > 0 and bases - set(DIM_FREE_SYSTEMS):
-            self.lda_ = LDA(dim=int(self.lda_dim)).fit(centred, y)
+        projected = any(not s.dim_free for s in chosen)
+        if int(self.lda_dim) > 0 and projected:
+            # mean and scatter from blocks of rows (Kaldi's ComputeAndSubtractMean: the
+            # float32 utterance mean, as compute-vector-mean writes it)
+            lda = LDA(dim=int(self.lda_dim)).fit(X, y, rows=rows)
+            self.mean_ = lda.mean_
+            self.lda_ = _centred_lda(lda)
         else:
+            self.mean_ = _float32_mean(X, rows)
             self.lda_ = identity_lda(X.shape[1])
-        Z = self.lda_.transform(centred)
+        Z = self.project(X, rows) if projected else None
         self.plda_ = None
-        if set(PLDA_SYSTEMS) & bases:
+        if plda_needed:
             self._note("PLDA", 1.0 / num_steps)
-            self.plda_ = PLDA().fit(normalize_length(Z)[0], y)
+            self.plda_ = PLDA().fit_stats(_plda_stats(Z, y))
         self.dplda_ = {}
-        if "dplda" in bases:
-            self._note("discriminative PLDA", (num_steps - num_metrics - 1.0) / num_steps)
-            self._fit_dplda(X, y)
-        jobs = []
-        if "pauc_lnorm" in bases:
-            jobs.append(("pauc_lnorm", normalize_length(Z, scaleup=False)[0]))
-        if "pauc_latent" in bases:
-            jobs.append(("pauc_latent", self.plda_.transform(normalize_length(Z)[0], 1)[0]))
+        if dplda_needed:
+            self._note("discriminative PLDA", (num_steps - len(metrics) - 1.0) / num_steps)
+            self._fit_dplda(X, rows, y)
+        jobs = [(s.key, s.space) for s in metrics]
         if int(n_jobs) > 1 and len(jobs) > 1:
             from pauc_backend.workers import fork_pool
             global _SHARED
-            _SHARED = (self, y, jobs, num_steps)
+            _SHARED = (self, X, rows, Z, y, jobs, num_steps)
             if self.progress is not None:     # the workers report, this process waits
                 self.progress(step=None, fraction=None)
             try:
@@ -150,35 +154,58 @@ class BackendPipeline:
             finally:
                 _SHARED = None
         else:
-            fitted = [self._metric(self._metric_callback(name, i, len(jobs), num_steps))
-                      .fit(feats, y) for i, (name, feats) in enumerate(jobs)]
+            fitted = []
+            for i, (key, space) in enumerate(jobs):
+                feats = self._training_space(space, X, rows, Z)
+                fitted.append(self._metric(self._metric_callback(key, i, len(jobs), num_steps))
+                              .fit(feats, y))
+                del feats
         for metric in fitted:
             metric.callback = None
-        self.metrics_ = {name: metric for (name, _), metric in zip(jobs, fitted)}
+        self.metrics_ = {key: metric for (key, _), metric in zip(jobs, fitted)}
         self.cohort_ = self.cohort_counts_ = None
         if any(":" in s for s in self.systems):
-            labels, index, counts = np.unique(y, return_inverse=True, return_counts=True)
-            sums = np.zeros((labels.size, X.shape[1]))
-            np.add.at(sums, index.reshape(-1), X.astype(np.float64))
-            self.cohort_ = (sums / counts[:, None]).astype(np.float32)
-            self.cohort_counts_ = counts
+            self.cohort_, self.cohort_counts_ = speaker_means(X, rows, y)
         return self
 
-    def _bases(self):
-        return {base_system(s) for s in self.systems}
+    def project(self, X, rows=None):
+        """float32 LDA vectors A (x - mean) of X (or of its ``rows``), a block at a time."""
+        rows = np.arange(X.shape[0]) if rows is None else rows
+        out = np.empty((rows.size, self.lda_.affine_matrix_.shape[0]), dtype=np.float32)
+        for start in range(0, rows.size, _BLOCK):
+            block = np.asarray(X[rows[start:start + _BLOCK]], dtype=np.float32)
+            out[start:start + _BLOCK] = self.lda_.transform(block - self.mean_)
+        return out
 
-    def _fit_dplda(self, X, y):
+    def _training_space(self, space, X, rows, Z):
+        """The training vectors in ``space`` (float32), for a metric trained there."""
+        if space == "raw":
+            out = np.empty((rows.size, X.shape[1]), dtype=np.float32)
+            for start in range(0, rows.size, _BLOCK):
+                out[start:start + _BLOCK] = normalize_length(
+                    np.asarray(X[rows[start:start + _BLOCK]], dtype=np.float32),
+                    scaleup=False)[0]
+            return out
+        if space == "lda":
+            return normalize_length(Z, scaleup=False)[0]
+        out = np.empty(Z.shape, dtype=np.float32)
+        for start in range(0, Z.shape[0], _BLOCK):
+            out[start:start + _BLOCK] = self.plda_.transform(
+                normalize_length(Z[start:start + _BLOCK])[0], 1)[0]
+        return out
+
+    def _fit_dplda(self, X, rows, y):
         """The discriminative PLDA path over ``dplda_lambdas`` (largest first, each fit
         warm-started from the previous one) on a seeded grid of training trials."""
         n = int(self.enroll_utts)
         sets, test_rows, valid, is_target = sample_training_trials(
             y, n, random_state=self.random_state + 17)
-        test = self._base_features(X[test_rows], 1, {"plda"})["plda"]
+        test = self._base_features(X[rows[test_rows]], 1, ("plda",))["plda"]
         if n == 0:
             enroll = test
         else:
-            means = X[sets].astype(np.float64).mean(axis=1).astype(np.float32)
-            enroll = self._base_features(means, n, {"plda"})["plda"]
+            means = X[rows[sets]].astype(np.float64).mean(axis=1).astype(np.float32)
+            enroll = self._base_features(means, n, ("plda",))["plda"]
         init = plda_quadratic_form(self.plda_, max(1, n))
         previous = None
         for lam in sorted({float(v) for v in self.dplda_lambdas}, reverse=True):
@@ -200,8 +227,8 @@ class BackendPipeline:
                    cohort_counts=None, asnorm_top_n=100, dplda=None):
         """A fitted pipeline from stored pieces: the float32 mean, the LDA affine matrix
         [A | b] (transform.mat), a PLDA (models.plda.PLDA) and {system: Mahalanobis M}."""
-        pipe = cls(lda_dim=np.asarray(lda_affine).shape[0], systems=tuple(systems),
-                   asnorm_top_n=asnorm_top_n)
+        pipe = cls(lda_dim=np.asarray(lda_affine).shape[0],
+                   systems=tuple(canonical(s) for s in systems), asnorm_top_n=asnorm_top_n)
         pipe.cohort_ = None if cohort is None else np.asarray(cohort, dtype=np.float32)
         pipe.cohort_counts_ = None if cohort is None else np.asarray(cohort_counts)
         if any(":" in s for s in pipe.systems) and pipe.cohort_ is None:
@@ -219,56 +246,56 @@ class BackendPipeline:
             metric = PaucMetric()
             metric.metric_ = np.asarray(M, dtype=np.float64)
             metric.components_ = metric_factor(metric.metric_)[0]
-            pipe.metrics_[name] = metric
-        bases = pipe._bases()
-        missing = [s for s in bases if s.startswith("pauc") and s not in pipe.metrics_]
-        if missing or (pipe.plda_ is None and set(PLDA_SYSTEMS) & bases):
+            pipe.metrics_[canonical(name)] = metric
+        chosen = pipe._systems()
+        missing = [s.key for s in chosen if s.head == "metric" and s.key not in pipe.metrics_]
+        if missing or (pipe.plda_ is None and any(s.needs_plda for s in chosen)):
             raise ValueError("stored back-end lacks the pieces of %s"
                              % ", ".join(missing or ["plda"]))
-        if "dplda" in bases and not pipe.dplda_:
+        if any(s.head == "dplda" for s in chosen) and not pipe.dplda_:
             raise ValueError("stored back-end lacks the discriminative PLDA")
         return pipe
 
-    def _base_features(self, X, num_utts, bases):
+    # -- features and scores ------------------------------------------------------------------
+    def _base_features(self, X, num_utts, keys):
+        """{system key: features} of raw vectors X for the systems ``keys`` (no AS-norm)."""
         X = np.asarray(X, dtype=np.float32)
+        chosen = [system(k) for k in keys]
+        spaces = {s.space for s in chosen}
+        space = {}
+        if "raw" in spaces:
+            space["raw"] = normalize_length(X, scaleup=False)[0].astype(np.float64)
+        if spaces - {"raw"}:
+            Z = self.lda_.transform(X - self.mean_)
+            if "lda" in spaces:
+                space["lda"] = normalize_length(Z, scaleup=False)[0].astype(np.float64)
+            if "latent" in spaces and self.plda_ is not None:
+                space["latent"] = self.plda_.transform(normalize_length(Z)[0], num_utts)[0]
         out = {}
-        if "cosine_raw" in bases:
-            out["cosine_raw"] = normalize_length(X, scaleup=False)[0].astype(np.float64)
-        if not bases - {"cosine_raw"}:
-            return out
-        Z = self.lda_.transform(X - self.mean_)
-        unit = normalize_length(Z, scaleup=False)[0].astype(np.float64)
-        if "cosine" in bases:
-            out["cosine"] = unit
-        if "pauc_lnorm" in bases:
-            out["pauc_lnorm"] = self.metrics_["pauc_lnorm"].transform(unit)
-        if self.plda_ is not None and set(PLDA_SYSTEMS) & bases:
-            U = self.plda_.transform(normalize_length(Z)[0], num_utts)[0]
-            for name in ("plda", "dplda"):
-                if name in bases:
-                    out[name] = U
-            if "pauc_latent" in bases:
-                out["pauc_latent"] = self.metrics_["pauc_latent"].transform(U)
+        for s in chosen:
+            if s.space not in space:
+                continue
+            feats = space[s.space]
+            out[s.key] = self.metrics_[s.key].transform(feats) if s.head == "metric" else feats
         return out
 
     def features(self, X, num_utts=1):
         """Per-system features of raw vectors X (num_utts: vectors averaged per row); with
         AS-norm systems also each row's cohort statistics under the key (system, "stats")."""
-        bases = self._bases()
-        out = self._base_features(X, num_utts, bases)
-        normed = {base_system(s) for s in self.systems if ":" in s}
+        out = self._base_features(X, num_utts, self._bases())
+        normed = sorted({base_system(s) for s in self.systems if ":" in s})
         if normed:
             if not hasattr(self, "_cohort_feats"):
                 self._cohort_feats = self._base_features(self.cohort_, self.cohort_counts_,
                                                          normed)
-            n = out[next(iter(normed))].shape[0]
+            n = out[normed[0]].shape[0]
             rows = np.arange(n)
             for base in normed:
                 C = self._cohort_feats[base]
                 crow = np.arange(C.shape[0])
 
                 def block(start, stop, base=base, C=C):
-                    if base not in _QUADRATIC_SYSTEMS:  # every cohort row x every row
+                    if system(base).head in ("dot", "metric"):  # every cohort row x every row
                         return self._grid_scores(base, C, out[base], start, stop).T
                     e = np.repeat(crow, stop - start)
                     t = np.tile(rows[start:stop], C.shape[0])
@@ -280,11 +307,12 @@ class BackendPipeline:
         return out
 
     def _pair_scores(self, base, E, T, enroll_rows, test_rows, num_utts):
-        if base == "plda":
+        head = system(base).head
+        if head == "plda":
             return self.plda_.score_pairs(E, T, enroll_rows, test_rows, num_utts)
-        if base == "dplda":
+        if head == "dplda":
             return self.dplda_model().score_pairs(E, T, enroll_rows, test_rows)
-        if base in _DOT_SYSTEMS:
+        if head == "dot":
             return _row_dots(E, T, enroll_rows, test_rows)
         qe = np.einsum("ij,ij->i", E, E)
         qt = np.einsum("ij,ij->i", T, T)
@@ -299,7 +327,7 @@ class BackendPipeline:
         paper-sized fold: ~5,900 cohort rows x 512 rows a block, 80 blocks a side)."""
         block = T[start:stop]
         gram = E @ block.T
-        if base in _DOT_SYSTEMS:
+        if system(base).head == "dot":
             return gram
         qe = np.einsum("ij,ij->i", E, E)
         qt = np.einsum("ij,ij->i", block, block)
@@ -312,12 +340,12 @@ class BackendPipeline:
         test_rows = np.asarray(test_rows, dtype=np.intp)
         out = np.empty((enroll_rows.size, len(self.systems)))
         raw = {}
-        for col, system in enumerate(self.systems):
-            base = base_system(system)
+        for col, name in enumerate(self.systems):
+            base = base_system(name)
             if base not in raw:
                 raw[base] = self._pair_scores(base, enroll_feats[base], test_feats[base],
                                               enroll_rows, test_rows, num_utts)
-            if ":" in system:
+            if ":" in name:
                 em, es = enroll_feats[base, "stats"]
                 tm, ts = test_feats[base, "stats"]
                 out[:, col] = normalize_scores(raw[base], "as", em[enroll_rows],
@@ -335,17 +363,51 @@ def identity_lda(dim):
     return lda
 
 
+def _centred_lda(lda):
+    """The LDA of ``lda`` (fitted on raw vectors, which it centres on its own float32 mean)
+    as the transform of vectors ALREADY centred on that mean: [A | 0], what transform-vec
+    applies after subtract-vector-mean (the model directory's mean.vec + transform.mat)."""
+    out = LDA(dim=lda.dim)
+    linear = lda.affine_matrix_[:, :-1]
+    out.affine_matrix_ = np.hstack([linear, np.zeros((linear.shape[0], 1), np.float32)])
+    for name in ("components_", "eigenvalues_", "num_speakers_", "num_utts_"):
+        if hasattr(lda, name):
+            setattr(out, name, getattr(lda, name))
+    return out
+
+
+def _float32_mean(X, rows):
+    """The float32 mean of X[rows], summed in double a block at a time."""
+    total = np.zeros(X.shape[1])
+    for start in range(0, rows.size, _BLOCK):
+        total += np.asarray(X[rows[start:start + _BLOCK]], dtype=np.float64).sum(axis=0)
+    return (total / max(1, rows.size)).astype(np.float32)
+
+
+def speaker_means(X, rows, y):
+    """(float32 mean vector of each speaker of y (sorted labels), its count), summed in
+    double a block at a time (no float64 copy of the table)."""
+    labels, index, counts = np.unique(y, return_inverse=True, return_counts=True)
+    index = index.reshape(-1)
+    sums = np.zeros((labels.size, X.shape[1]))
+    for start in range(0, rows.size, _BLOCK):
+        block = np.asarray(X[rows[start:start + _BLOCK]], dtype=np.float64)
+        np.add.at(sums, index[start:start + _BLOCK], block)
+    return (sums / counts[:, None]).astype(np.float32), counts
+
+
 _SHARED = None
 
 
 def _fit_metric(index):
-    """One pAUCMetric of BackendPipeline.fit in a forked worker process."""
-    pipe, y, jobs, num_steps = _SHARED
-    name, feats = jobs[index]
+    """One pAUCMetric of BackendPipeline.fit in a forked worker process: its features are
+    made here, from the parent's projected vectors (shared by the fork, not copied)."""
+    pipe, X, rows, Z, y, jobs, num_steps = _SHARED
+    key, space = jobs[index]
     # Both metrics train at once: each reports as if it were the first of one.
-    metric = pipe._metric(pipe._metric_callback(name, 0, 1, num_steps - len(jobs) + 1))
+    metric = pipe._metric(pipe._metric_callback(key, 0, 1, num_steps - len(jobs) + 1))
     try:
-        metric.fit(feats, y)
+        metric.fit(pipe._training_space(space, X, rows, Z), y)
     finally:
         if pipe.progress is not None:         # this worker is done: no more lines from it
             pipe.progress(step=None, fraction=None)
@@ -359,18 +421,35 @@ def _metric_scores(sq_enroll, sq_test, dots):
     return -np.maximum(sq_enroll + sq_test - 2.0 * dots, 0.0)
 
 
-def _row_dots(E, T, enroll_rows, test_rows, block=1 << 16):
+def _row_dots(E, T, enroll_rows, test_rows, block=None):
     """E[enroll_rows[k]] . T[test_rows[k]] for each k: a dense Gram block when the distinct
-    rows are few (the usual every-model-against-every-test design), else blocked gathers."""
+    rows are few (the usual every-model-against-every-test design), else blocked gathers of
+    about 16 MB each (the same sums, row by row, whatever the block)."""
     used_e = np.unique(enroll_rows)
     used_t = np.unique(test_rows)
     n = enroll_rows.size
     if used_e.size * used_t.size <= 8 * n + 65536:
         gram = E[used_e] @ T[used_t].T
         return gram[np.searchsorted(used_e, enroll_rows), np.searchsorted(used_t, test_rows)]
+    block = block or max(1024, (1 << 21) // max(1, E.shape[1]))
     out = np.empty(n)
     for start in range(0, n, block):
         stop = start + block
         out[start:stop] = np.einsum("ij,ij->i", E[enroll_rows[start:stop]],
                                     T[test_rows[start:stop]])
     return out
+
+
+def _plda_stats(Z, y):
+    """The PLDA's statistics (ClassStats) of the length-normalised rows of Z, normalised and
+    added a block of rows at a time (PLDA.fit_stats): no normalised copy of the projected
+    table (n x LDA dimension float32 at once: 1 GB at VoxCeleb's 1.28 M x 200)."""
+    _, index = np.unique(y, return_inverse=True)
+    index = index.reshape(-1)
+    stats = ClassStats()
+    size = blocked.block_rows(Z.shape[1])
+    for begin in range(0, Z.shape[0], size):
+        stats.add(normalize_length(Z[begin:begin + size])[0], index[begin:begin + size])
+    if stats.dim_ is None:
+        raise ValueError("No stats accumulated, unable to estimate PLDA.")
+    return stats

@@ -24,29 +24,15 @@ import math
 
 import numpy as np
 
-from pauc_backend.models.backend_pipeline import PLDA_SYSTEMS, base_system
+from pauc_backend.models import auto_systems
 
 __all__ = ["trained_parameters", "choose", "describe_choice"]
 
 
 def trained_parameters(members, lda_dim, dim, num_speakers):
-    """Number of numbers the candidate learns from the training data (see the module doc):
-    mean (dim), LDA (dim x lda_dim), PLDA (two symmetric w x w covariances), each pAUCMetric
-    (a symmetric w x w matrix), the discriminative PLDA (its full quadratic form), the AS-norm
-    cohort (num_speakers x dim) and the fusion weights; w = lda_dim, or dim without LDA."""
-    bases = {base_system(m) for m in members}
-    width = dim if not lda_dim else int(lda_dim)
-    count = 0
-    if bases - {"cosine_raw"}:
-        count += dim + (dim * width if lda_dim else 0)
-    if bases & set(PLDA_SYSTEMS):
-        count += width * (width + 1)
-    if "dplda" in bases:
-        count += 3 * width * width + 1
-    count += sum(width * (width + 1) // 2 for b in ("pauc_lnorm", "pauc_latent") if b in bases)
-    if any(":" in m for m in members):
-        count += num_speakers * dim
-    return count + len(members) - 1
+    """Number of numbers the candidate learns from the training data (see the module doc and
+    models.auto_systems.trained_parameters, where each system's count is derived)."""
+    return auto_systems.trained_parameters(members, lda_dim, dim, num_speakers)
 
 
 def _fold_matrix(results):

@@ -31,7 +31,8 @@ from pauc_backend.kaldi_io import read_matrix, read_plda, read_vector, write_mat
 from pauc_backend.kaldi_io import (read_int32_table, read_vector_table, write_int32_table,
                                    write_vector, write_vector_table)
 from pauc_backend.models.auto_backend import AutoBackend
-from pauc_backend.models.backend_pipeline import PLDA_SYSTEMS, BackendPipeline, base_system
+from pauc_backend.models.auto_systems import base_system, canonical, system
+from pauc_backend.models.backend_pipeline import BackendPipeline
 from pauc_backend.models.discriminative_plda import DiscriminativePLDA
 from pauc_backend.models.plda import PLDA
 
@@ -110,12 +111,10 @@ def read_model_dir(path):
     if not os.path.isdir(path):
         raise KaldiError("Model directory %s does not exist" % path)
     card = read_card(path)
-    systems = card["system"].split("+")
-    for name in systems:
-        try:
-            base_system(name)
-        except ValueError as err:
-            raise KaldiError("%s/system.txt: %s" % (path, err)) from None
+    try:       # the keys of earlier versions ("cosine") read as today's
+        systems = [canonical(name) for name in card["system"].split("+")]
+    except ValueError as err:
+        raise KaldiError("%s/system.txt: %s" % (path, err)) from None
     mean = np.asarray(read_vector(os.path.join(path, "mean.vec")), dtype=np.float32)
     affine = np.asarray(read_matrix(os.path.join(path, "transform.mat")), dtype=np.float32)
     if affine.ndim != 2 or affine.shape[1] != mean.size + 1:
@@ -123,7 +122,7 @@ def read_model_dir(path):
                          "dimension %d" % (path, affine.shape, mean.size + 1, mean.size))
     plda = dplda = None
     bases = {base_system(s) for s in systems}
-    if set(PLDA_SYSTEMS) & bases:
+    if any(system(b).needs_plda for b in bases):
         plda = PLDA.from_params(*read_plda(os.path.join(path, "plda")))
         if plda.dim != affine.shape[0]:
             raise KaldiError("%s/plda has dimension %d but the LDA outputs %d"
@@ -135,8 +134,8 @@ def read_model_dir(path):
             raise KaldiError("%s/dplda is not a finite %d x %d matrix" % (path, 3 * d + 1, d))
         dplda = DiscriminativePLDA.from_params(D[:d], D[d:2 * d], D[2 * d:3 * d], D[3 * d, 0])
     metrics = {}
-    for name in bases:
-        if name.startswith("pauc"):
+    for name in sorted(bases):
+        if system(name).head == "metric":
             M = np.asarray(read_matrix(os.path.join(path, "metric_" + name)), dtype=np.float64)
             if M.shape != (affine.shape[0], affine.shape[0]) or not np.all(np.isfinite(M)):
                 raise KaldiError("%s/metric_%s is not a finite %d x %d matrix"

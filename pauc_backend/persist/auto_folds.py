@@ -1,45 +1,58 @@
 """train-pauc-auto beyond one machine: the folds of the cross-fitting as separate jobs.
 
-    train-pauc-auto --fold-stage=1 --fold=J [--fold-jobs=NJ] ... <fold-dir>   (J = 1..NJ)
-    train-pauc-auto --fold-stage=2 --fold=J [--fold-jobs=NJ] ... <fold-dir>
+    train-pauc-auto --fold-stage=S --fold=J [--fold-jobs=NJ] ... <fold-dir>   (S = 1, 2, 3;
+                                                                              J = 1..NJ)
     train-pauc-auto --combine=<fold-dir> ... <model-dir>
 
 Job J of NJ does folds J, J+NJ, ... (1-based; NJ defaults to the number of folds, one fold
-per job). Stage 1 cross-fits what does not depend on the other folds (with the cheap LDA
-screening: PLDA and cosine at every LDA dimension; otherwise everything); stage 2 reads stage
-1 of EVERY fold, picks the dimension as the single process does and cross-fits the other
-systems there; --combine reads both, chooses the candidate, learns its fusion and retrains it
-on all speakers: the same computation as one process (AutoBackend.fit is these steps), so
-the same system and the same model files, byte for byte.
+per job). The stages are models.auto_policy's: 1 screens the LDA dimensions (the cheap systems
+at each, every fold), 2 screens the candidates at the promoted dimension (every system, on
+the screening folds), 3 cross-fits the promoted candidates on the other folds; a stage reads
+the previous one of every fold it ran on (it is defined by its ratings) and may have nothing
+to do on a fold (its output says so). --combine reads them all, chooses the candidate, learns its fusion and
+retrains it on all speakers: the same computation as one process (AutoBackend.fit is these
+steps), so the same system and the same model files, byte for byte.
 
 One directory per stage and fold, written under a temporary name and renamed when complete
 (a killed job leaves no half output; a rerun replaces it):
 
     <fold-dir>/stage<S>.fold<K>/info.json     the digest of the options and of the data, the
-                                              LDA dims and systems of the stage, per dim the
-                                              systems scored (rows of scores.<dim>) and the
-                                              errors of those that could not be trained
-    <fold-dir>/stage<S>.fold<K>/scores.<dim>  double matrix (DM, binary: float64 exactly),
-                                              systems x held-out trials of fold K
+                                              work of the stage (LDA dims, systems, budget),
+                                              per dim the held-out figures of each system,
+                                              the systems whose scores are kept (rows of
+                                              scores.<dim>), the sha256 of scores.<dim>, the
+                                              errors of what could not be trained, and the
+                                              sha256 of all of it ("content_sha256")
+    <fold-dir>/stage<S>.fold<K>/scores.<dim>  float matrix (FM, binary): kept systems x
+                                              held-out trials of fold K (float32 exactly)
 
-Every reader recomputes the digest and refuses an output made with other options or data
-(rerun the fold jobs), and names any missing fold.
+Every reader recomputes the digest of the options and data and refuses an output made with
+other options or data (rerun the fold jobs), names any missing fold, and checks every file
+it reads (its structure, the figures, the shape and values of the scores, both sha256): a
+file changed after the job wrote it, or not written by a fold job at all, is one ERROR naming
+it. The sha256 detect a change or a corruption; they are not a signature: whoever can rewrite
+a fold directory can also recompute them, as they can replace the model directory itself.
 """
 
 import hashlib
+import io
 import json
+import math
 import os
 import shutil
 
 import numpy as np
 
 from pauc_backend.errors import KaldiError
+from pauc_backend.kaldi_io import write_matrix
+from pauc_backend.kaldi_io.codec import read_matrix_obj
 from pauc_backend.kaldi_io.commit import (claimed, committed_at_once, make_temp_dir,
                                           replace_directory)
-from pauc_backend.kaldi_io import read_matrix, write_matrix
+from pauc_backend.models import auto_params
 
-# AutoBackend parameters that do not change the result (how it runs, not what it computes).
-_RUNTIME = ("n_jobs", "log", "progress", "progress_interval")
+FORMAT = 2
+_MAX_INFO_BYTES = 1 << 24          # an info.json is a few kB; refuse anything absurd
+_FIGURES = ("pauc", "pauc_001", "eer", "min_dcf")
 
 
 def _plain(value):
@@ -54,16 +67,16 @@ def _plain(value):
 
 def model_options(model):
     """The AutoBackend parameters that decide the result, as plain JSON values."""
-    return {name: _plain(value) for name, value in sorted(vars(model).items())
-            if not name.startswith("_") and not name.endswith("_") and name not in _RUNTIME}
+    return {name: _plain(getattr(model, name)) for name in sorted(auto_params.digest_names())}
 
 
 def data_digest(X, y, groups=None):
     """sha256 of the training vectors (float32 bytes), their speaker labels and groups."""
     h = hashlib.sha256()
-    X = np.ascontiguousarray(X, dtype=np.float32)
+    X = np.asarray(X)
     h.update(repr(X.shape).encode())
-    h.update(X.tobytes())
+    for start in range(0, X.shape[0], 8192):            # no float32 copy of the table
+        h.update(np.ascontiguousarray(X[start:start + 8192], dtype=np.float32).tobytes())
     h.update(np.ascontiguousarray(np.asarray(y).astype(np.int64)).tobytes())
     if groups is not None:
         h.update("\n".join(map(str, groups)).encode())
@@ -72,6 +85,7 @@ def data_digest(X, y, groups=None):
 
 def run_digest(model, X, y, groups=None):
     """{"options": ..., "options_digest": sha256 of them, "data_digest": ...}."""
+    model.check_params()
     options = model_options(model)
     text = json.dumps(options, sort_keys=True)
     return {"options": options, "options_digest": hashlib.sha256(text.encode()).hexdigest(),
@@ -90,10 +104,22 @@ def output_name(stage, fold):
     return "stage%d.fold%d" % (stage, fold + 1)
 
 
+def _work(stage):
+    return {"name": stage.name, "dims": [int(d) for d in stage.dims],
+            "systems": list(stage.systems), "folds": [k + 1 for k in stage.folds],
+            "keep": sorted(stage.keep),
+            "lambdas": None if stage.lambdas is None else [float(v) for v in stage.lambdas]}
+
+
+def _content_sha256(info):
+    body = {k: v for k, v in info.items() if k != "content_sha256"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
 def write_fold_outputs(fold_dir, stage, folds, results, work, digest, binary=True):
     """One directory per fold in ``folds`` (0-based) with its ``results``
-    (AutoBackend.cross_fit_stage), each committed by a rename; ``work`` = (dims, systems)
-    of the stage (nothing to do: an output without scores, which says so)."""
+    (AutoBackend.cross_fit_stage), each committed by a rename; ``work`` is the Stage (with
+    nothing to do: an output without scores, which says so)."""
     os.makedirs(fold_dir, exist_ok=True)       # mode 0777 less the umask, as Kaldi's mkdir -p
     finals = [os.path.join(fold_dir, output_name(stage, k)) for k in folds]
     with committed_at_once(), claimed(finals):   # files complete before the rename; one writer
@@ -102,26 +128,28 @@ def write_fold_outputs(fold_dir, stage, folds, results, work, digest, binary=Tru
 
 def _write_fold_outputs(fold_dir, stage, folds, results, work, digest, binary=True):
     """The body of ``write_fold_outputs``, its files committed as each closes."""
-    if not os.path.isdir(fold_dir):
-        os.makedirs(fold_dir, exist_ok=True)
-    dims, systems = work
+    results = list(results)
     for k in folds:
         final = os.path.join(fold_dir, output_name(stage, k))
         tmp = make_temp_dir(final)
         try:
             tasks = []
-            for (dim, fold), scores, errors in results:
+            for (dim, fold), figures, columns, errors in results:
                 if fold != k:
                     continue
-                names = list(scores)
-                if names:
-                    write_matrix(os.path.join(tmp, "scores.%d" % dim),
-                                 np.stack([np.asarray(scores[n], dtype=np.float64)
-                                           for n in names]), binary=binary)
-                tasks.append({"dim": int(dim), "systems": names,
-                              "errors": [list(e) for e in errors]})
-            info = dict(digest, stage=stage, fold=k + 1, dims=[int(d) for d in dims],
-                        systems=list(systems), tasks=tasks)
+                names = sorted(columns)
+                task = {"dim": int(dim), "figures": _plain(figures), "columns": names,
+                        "errors": [list(e) for e in errors], "scores_sha256": None}
+                if names:           # always binary: the scores must come back as the same
+                    path = os.path.join(tmp, "scores.%d" % dim)       # floats
+                    write_matrix(path, np.stack([columns[n] for n in names]).astype(
+                        np.float32), binary=True)
+                    with open(path, "rb") as f:
+                        task["scores_sha256"] = hashlib.sha256(f.read()).hexdigest()
+                tasks.append(task)
+            info = dict(digest, format=FORMAT, stage=stage, fold=k + 1, work=_work(work),
+                        tasks=tasks)
+            info["content_sha256"] = _content_sha256(info)
             with open(os.path.join(tmp, "info.json"), "w") as f:
                 json.dump(info, f, indent=1, sort_keys=True)
                 f.write("\n")
@@ -134,11 +162,107 @@ def _write_fold_outputs(fold_dir, stage, folds, results, work, digest, binary=Tr
             raise
 
 
-def read_fold_outputs(fold_dir, stage, num_folds, work, digest):
+# -- reading ---------------------------------------------------------------------------------
+class _Bad(Exception):
+    """A problem with one file of a fold output (turned into one KaldiError naming it)."""
+
+
+def _load_info(where):
+    path = os.path.join(where, "info.json")
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(_MAX_INFO_BYTES + 1)
+    except OSError as err:
+        raise KaldiError("Cannot read %s: %s" % (path, err.strerror or err)) from None
+    if len(raw) > _MAX_INFO_BYTES:
+        raise KaldiError("%s is larger than %d bytes: not a fold output of train-pauc-auto"
+                         % (path, _MAX_INFO_BYTES))
+    try:
+        info = json.loads(raw.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError, RecursionError) as err:
+        raise KaldiError("%s is not valid JSON (%s): not a fold output of train-pauc-auto, "
+                         "or damaged; rerun the fold job" % (path, str(err)[:200])) from None
+    if not isinstance(info, dict):
+        raise KaldiError("%s holds a JSON %s, not an object: not a fold output of "
+                         "train-pauc-auto" % (path, type(info).__name__))
+    return info, path
+
+
+def _need(cond, message):
+    if not cond:
+        raise _Bad(message)
+
+
+def _number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and \
+        math.isfinite(value)
+
+
+def _check_task(task, work, allowed):
+    """The structure and values of one task of info.json (a _Bad naming the problem)."""
+    _need(isinstance(task, dict), "a task is not an object")
+    _need(task.get("dim") in work["dims"], "a task has LDA dimension %r, not one of this "
+          "stage's %s" % (task.get("dim"), work["dims"]))
+    figures = task.get("figures")
+    _need(isinstance(figures, dict), "the task at LDA %s has no figures object"
+          % task["dim"])
+    for name, fig in figures.items():
+        _need(name.split("@")[0] in allowed, "LDA %s: figures of %r, not a system of this "
+              "stage" % (task["dim"], name))
+        _need(isinstance(fig, dict) and set(fig) == set(_FIGURES)
+              and all(_number(fig[f]) for f in _FIGURES),
+              "LDA %s: the figures of %s are not the four finite numbers %s"
+              % (task["dim"], name, ", ".join(_FIGURES)))
+        _need(all(0.0 <= fig[f] <= 1.0 for f in ("pauc", "pauc_001", "eer"))
+              and fig["min_dcf"] >= 0.0, "LDA %s: the figures of %s are out of range"
+              % (task["dim"], name))
+    columns = task.get("columns")
+    _need(isinstance(columns, list) and all(isinstance(c, str) and c in figures
+                                            for c in columns)
+          and len(set(columns)) == len(columns),
+          "LDA %s: the kept score columns %r are not systems with figures"
+          % (task["dim"], columns))
+    errors = task.get("errors")
+    _need(isinstance(errors, list) and all(isinstance(e, list) and len(e) == 2 and all(
+        isinstance(x, str) for x in e) for e in errors),
+        "LDA %s: the errors are not a list of [systems, message]" % task["dim"])
+    _need(task.get("scores_sha256") is None if not columns else
+          isinstance(task.get("scores_sha256"), str),
+          "LDA %s: the sha256 of the scores is missing" % task["dim"])
+
+
+def _read_scores(where, task, num_trials):
+    """The kept columns of one task: {system: float32 scores}, checked against the sha256
+    recorded in info.json, the number of systems and trials, and finiteness."""
+    path = os.path.join(where, "scores.%d" % task["dim"])
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as err:
+        raise _Bad("cannot read %s: %s" % (os.path.basename(path), err.strerror or err))
+    _need(hashlib.sha256(data).hexdigest() == task["scores_sha256"],
+          "%s does not match the sha256 recorded in info.json: changed after the fold job "
+          "wrote it" % os.path.basename(path))
+    _need(data[:2] == b"\0B", "%s is not a binary Kaldi matrix" % os.path.basename(path))
+    try:
+        M = read_matrix_obj(io.BytesIO(data[2:]), True)
+    except Exception as err:            # noqa: BLE001 - any failure is a bad file here
+        raise _Bad("%s is not a readable matrix (%s)" % (os.path.basename(path), err))
+    M = np.asarray(M)
+    _need(M.dtype == np.float32 and M.shape == (len(task["columns"]), num_trials),
+          "%s has shape %s, expected %d systems x %d held-out trials (float)"
+          % (os.path.basename(path), M.shape, len(task["columns"]), num_trials))
+    _need(bool(np.all(np.isfinite(M))), "%s holds NaN or infinite scores"
+          % os.path.basename(path))
+    return {name: M[i].copy() for i, name in enumerate(task["columns"])}
+
+
+def read_fold_outputs(fold_dir, stage, num_folds, work, digest, trials=None):
     """The results of ``stage`` of every fold, as cross_fit_stage returns them (dims outer,
-    folds inner); KaldiError for a missing fold or one from another configuration."""
-    dims, systems = work
-    missing = [k + 1 for k in range(num_folds)
+    folds inner); ``trials``: each fold's HeldOutTrials (None: the scores are not read, only
+    the figures). KaldiError for a missing fold, one from another configuration, stage or
+    fold, or any damaged or changed file, naming it."""
+    missing = [k + 1 for k in work.folds
                if not os.path.isfile(os.path.join(fold_dir, output_name(stage, k),
                                                   "info.json"))]
     if missing:
@@ -147,35 +271,49 @@ def read_fold_outputs(fold_dir, stage, num_folds, work, digest):
             "train-pauc-auto --fold-stage=%d for every fold job first" % (
                 stage, "s" if len(missing) > 1 else "", ",".join(map(str, missing)),
                 fold_dir, os.path.join(fold_dir, output_name(stage, missing[0] - 1)), stage))
+    expected = _work(work)
+    allowed = set(work.systems)
     by_task = {}
-    for k in range(num_folds):
+    for k in work.folds:
         where = os.path.join(fold_dir, output_name(stage, k))
-        try:
-            with open(os.path.join(where, "info.json")) as f:
-                info = json.load(f)
-        except (OSError, ValueError) as err:
-            raise KaldiError("Cannot read %s/info.json: %s" % (where, err)) from None
+        info, path = _load_info(where)
         check_digest(info, digest, where)
-        if (info.get("stage"), info.get("fold")) != (stage, k + 1) or \
-                info.get("dims") != [int(d) for d in dims] or \
-                info.get("systems") != list(systems):
+        if info.get("format") != FORMAT:
+            raise KaldiError("%s is of format %r, this train-pauc-auto writes and reads %d: "
+                             "rerun the fold jobs" % (path, info.get("format"), FORMAT))
+        if info.get("content_sha256") != _content_sha256(info):
+            raise KaldiError("%s does not match its own sha256 (content_sha256): changed "
+                             "after the fold job wrote it; rerun the fold job" % path)
+        if (info.get("stage"), info.get("fold")) != (stage, k + 1):
             raise KaldiError(
-                "%s cross-fitted %s at LDA %s, but this run needs %s at LDA %s (the outputs "
-                "of stage 1 changed after stage 2 ran?): rerun the fold jobs" % (
-                    where, ",".join(info.get("systems") or []), info.get("dims"),
-                    ",".join(systems), [int(d) for d in dims]))
-        for task in info["tasks"]:
-            scores = {}
-            if task["systems"]:
-                M = np.asarray(read_matrix(os.path.join(where, "scores.%d" % task["dim"])),
-                               dtype=np.float64)
-                if M.shape[0] != len(task["systems"]):
-                    raise KaldiError("%s/scores.%d has %d rows for %d systems" % (
-                        where, task["dim"], M.shape[0], len(task["systems"])))
-                scores = {name: M[i].copy() for i, name in enumerate(task["systems"])}
-            by_task[task["dim"], k] = ((task["dim"], k), scores,
-                                       [tuple(e) for e in task["errors"]])
-    order = [(int(d), k) for d in dims for k in range(num_folds)]
+                "%s holds stage %s of fold %s, not stage %d of fold %d (directories renamed "
+                "or swapped?): rerun the fold jobs" % (where, info.get("stage"),
+                                                       info.get("fold"), stage, k + 1))
+        theirs = info.get("work")
+        if theirs != expected:
+            differ = [key for key in sorted(expected) if not isinstance(theirs, dict)
+                      or theirs.get(key) != expected[key]]
+            raise KaldiError(
+                "%s cross-fitted other work than this run needs (%s): %s (the outputs of "
+                "the previous stage changed after this one ran?): rerun the fold jobs" % (
+                    where, ", ".join(differ), "; ".join(
+                        "%s %s there, %s here" % (key, json.dumps(
+                            theirs.get(key) if isinstance(theirs, dict) else None),
+                            json.dumps(expected[key])) for key in differ)))
+        tasks = info.get("tasks")
+        try:
+            _need(isinstance(tasks, list), "no list of tasks")
+            for task in tasks:
+                _check_task(task, expected, allowed)
+                columns = {}
+                if task["columns"] and trials is not None:
+                    columns = _read_scores(where, task, trials[k].is_target.size)
+                _need((task["dim"], k) not in by_task, "LDA %s appears twice" % task["dim"])
+                by_task[task["dim"], k] = ((task["dim"], k), task["figures"], columns,
+                                           [tuple(e) for e in task["errors"]])
+        except _Bad as err:
+            raise KaldiError("%s: %s; rerun the fold job" % (path, err)) from None
+    order = [(int(d), k) for d in work.dims for k in work.folds] if work.systems else []
     absent = [t for t in order if t not in by_task]
     if absent:
         raise KaldiError("%s has no scores at LDA %d" % (
@@ -191,7 +329,7 @@ def check_digest(info, digest, where):
                          % (where, str(info.get("data_digest"))[:12],
                             digest["data_digest"][:12]))
     if info.get("options_digest") != digest["options_digest"]:
-        theirs = info.get("options") or {}
+        theirs = info.get("options") if isinstance(info.get("options"), dict) else {}
         diff = ["%s=%s (this run: %s)" % (name, json.dumps(theirs.get(name)),
                                           json.dumps(value))
                 for name, value in sorted(digest["options"].items())
@@ -200,24 +338,36 @@ def check_digest(info, digest, where):
                          "the options of this run" % (where, "; ".join(diff) or "?"))
 
 
+def _previous(model, plan, fold_dir, stage, digest):
+    """Add the outputs of every fold of the stages before ``stage`` (figures only for all
+    but the rating of fusions: their scores are read where a stage keeps them)."""
+    for before in range(1, stage):
+        work = model.stage_work(plan, before)
+        results = []
+        if work.systems and work.dims:        # a stage with nothing to do needs no output
+            results = read_fold_outputs(fold_dir, before, model.num_folds, work, digest,
+                                        plan.trials)
+        model.add_fold_results(plan, before, results)
+
+
 def run_fold_job(model, X, y, groups, stage, folds, fold_dir, log=None):
     """Stage ``stage`` of the cross-fitting on ``folds`` (0-based), written to fold_dir."""
     digest = run_digest(model, X, y, groups)
     try:
         plan = model.prepare(X, y, groups)
-        if stage == 2 and plan.cheap is not None:     # stage 2 depends on stage 1
-            model.add_fold_results(plan, 1, read_fold_outputs(
-                fold_dir, 1, model.num_folds, model.stage_work(plan, 1), digest))
+        _previous(model, plan, fold_dir, stage, digest)
         work = model.stage_work(plan, stage)
-        results = model.cross_fit_stage(plan, stage, folds)
+        results = list(model.cross_fit_stage(plan, stage, folds))
     except ValueError as err:
         raise KaldiError("Cannot cross-fit: %s" % err) from None
+    finally:
+        model._close()
     write_fold_outputs(fold_dir, stage, folds, results, work, digest)
     if log is not None:
-        log("Wrote stage %d of fold%s %s of %d to %s (%s at LDA %s)" % (
+        log("Wrote stage %d of fold%s %s of %d to %s (%s: %s at LDA %s)" % (
             stage, "s" if len(folds) > 1 else "", ",".join(str(k + 1) for k in folds),
-            model.num_folds, fold_dir, ", ".join(work[1]) or "nothing to cross-fit",
-            ",".join(map(str, work[0])) or "-"))
+            model.num_folds, fold_dir, work.name, ", ".join(work.systems)
+            or "nothing to cross-fit", ",".join(map(str, work.dims)) or "-"))
 
 
 def combine(model, X, y, groups, fold_dir):
@@ -225,13 +375,9 @@ def combine(model, X, y, groups, fold_dir):
     digest = run_digest(model, X, y, groups)
     try:
         plan = model.prepare(X, y, groups)
-        for stage in (1, 2):
-            work = model.stage_work(plan, stage)
-            if work[1]:
-                results = read_fold_outputs(fold_dir, stage, model.num_folds, work, digest)
-            else:
-                results = []
-            model.add_fold_results(plan, stage, results)
+        _previous(model, plan, fold_dir, 4, digest)
         return model.finish(plan)
     except ValueError as err:
         raise KaldiError("Cannot choose a back-end: %s" % err) from None
+    finally:
+        model._close()

@@ -252,3 +252,20 @@ def test_parallel_fold_jobs_share_their_fold_directory(tmp_path):
         _, err = job.communicate(timeout=600)
         assert job.returncode == 0, err.decode()
     assert sorted(os.listdir(folds)) == ["stage1.fold1", "stage1.fold2", "stage1.fold3"]
+
+
+def test_train_pauc_auto_claims_its_model_directory_before_reading_its_input(tmp_path):
+    """A second train-pauc-auto writing the same model directory stops at once (not after
+    its cross-fitting, when it would commit): one ERROR naming the other run, the input never
+    opened, the directory left as it was."""
+    model = tmp_path / "model"
+    with holding(model) as lock:
+        code, _, stderr = tool("train-pauc-auto", "scp:%s" % (tmp_path / "missing.scp"),
+                               "ark:%s" % (tmp_path / "spk2utt"), model)
+        assert open(lock, "rb").read() == RECORD
+    assert code == 255, stderr
+    lines = errors(stderr)
+    assert len(lines) == 1, stderr
+    assert "Cannot write '%s': another run is writing it" % model in lines[0]
+    assert "No such file" not in stderr and "Cannot open" not in stderr   # input unread
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

@@ -39,6 +39,16 @@ def train(d, out, *extra, spk2utt="spk2utt"):
                     "ark:%s" % (d / spk2utt), out)
 
 
+def reseal(path, info):
+    """Write ``info`` with the sha256 a fold job would give it (the format of info.json:
+    sha256 of its sorted-key JSON without that field)."""
+    import hashlib
+    body = {k: v for k, v in info.items() if k != "content_sha256"}
+    info["content_sha256"] = hashlib.sha256(json.dumps(body, sort_keys=True).encode()
+                                            ).hexdigest()
+    path.write_text(json.dumps(info))
+
+
 def files(directory):
     return {p.name: p.read_bytes() for p in sorted(directory.iterdir())}
 
@@ -71,6 +81,28 @@ def test_fold_jobs_and_combine_write_the_single_process_model_byte_for_byte(data
     assert files(tmp_path / "model") == files(data / "single")
 
 
+@pytest.mark.parametrize("num_jobs", [2, 5])
+def test_with_candidate_screening_the_three_stages_give_the_single_process_model(
+        data, tmp_path, num_jobs):
+    """5 folds: the candidates are screened on folds 1-2 (stage 2) and the promoted ones
+    cross-fitted on folds 3-5 (stage 3); jobs without a fold of a stage write an output that
+    says so. The same model files as one process, byte for byte."""
+    extra = ["--num-folds=5", "--screen-factor=4"]
+    single = train(data, tmp_path / "single", *extra)
+    assert single.returncode == 0, single.stderr.decode()
+    assert "Screening: " in single.stderr.decode()
+    folds = tmp_path / "folds"
+    for stage in (1, 2, 3):
+        run_stage(data, folds, stage, num_jobs, *extra)
+    info = json.loads((folds / "stage2.fold4/info.json").read_text())
+    assert info["work"]["folds"] == [1, 2] and info["tasks"] == []
+    info = json.loads((folds / "stage3.fold1/info.json").read_text())
+    assert info["work"]["folds"] == [3, 4, 5] and info["tasks"] == []
+    proc = train(data, tmp_path / "model", "--combine=%s" % folds, *extra)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert files(tmp_path / "model") == files(tmp_path / "single")
+
+
 @pytest.mark.parametrize("variant", [["--lda-dims=10"], ["--lda-selection=all"]])
 def test_without_the_lda_screening_stage_one_does_everything(data, tmp_path, variant):
     """One LDA dimension, or every candidate at every dimension: stage 2 has nothing to do
@@ -93,16 +125,23 @@ def test_each_job_does_its_folds_and_stage_two_cross_fits_at_the_screened_dimens
     folds = tmp_path / "folds"
     run_stage(data, folds, 1, 2)
     info = json.loads((folds / "stage1.fold3/info.json").read_text())
-    assert info["fold"] == 3 and info["dims"] == [6, 10] and info["systems"] == ["plda"]
-    assert sorted(p.name for p in (folds / "stage1.fold3").iterdir()) == [
-        "info.json", "scores.10", "scores.6"]
+    work = info["work"]
+    assert info["fold"] == 3 and work["dims"] == [6, 10] and work["systems"] == ["plda"]
+    # stage 1 keeps the held-out figures of each dimension; no fusion needs its scores
+    assert [sorted(t["figures"]) for t in info["tasks"]] == [["plda"], ["plda"]]
+    assert sorted(p.name for p in (folds / "stage1.fold3").iterdir()) == ["info.json"]
     proc = run_stage(data, folds, 2, 2)
     assert "Wrote stage 2 of fold 2 of 3" in proc.stderr.decode()
     info = json.loads((folds / "stage2.fold1/info.json").read_text())
-    assert len(info["dims"]) == 1 and info["systems"] == ["pauc_lnorm", "pauc_latent", "dplda"]
+    work = info["work"]
+    assert len(work["dims"]) == 1 and work["dims"][0] in (6, 10)
+    # every system at the promoted dimension (PLDA again, for the fusion plda+pauc_latent)
+    assert work["systems"] == ["plda", "pauc_lnorm", "pauc_latent", "dplda"]
     # the discriminative PLDA's whole lambda path is kept for the combine step to choose
-    assert set(info["tasks"][0]["systems"]) == {"pauc_lnorm", "pauc_latent", "dplda@100.0",
-                                                "dplda@10.0"}
+    (task,) = info["tasks"]
+    assert set(task["figures"]) == set(task["columns"]) == {
+        "plda", "pauc_lnorm", "pauc_latent", "dplda@100.0", "dplda@10.0"}
+    assert (folds / "stage2.fold1" / ("scores.%d" % work["dims"][0])).is_file()
 
 
 def test_a_missing_fold_is_one_error_naming_it_and_no_model_is_written(data, tmp_path):
@@ -153,12 +192,16 @@ def test_a_stage_two_output_from_other_stage_one_outputs_is_refused(data, tmp_pa
         run_stage(data, folds, stage, 3)
     info_path = folds / "stage2.fold3/info.json"
     info = json.loads(info_path.read_text())
-    info["dims"] = [6]
-    info_path.write_text(json.dumps(info))
+    other = 6 if info["work"]["dims"] == [10] else 10
+    info["work"]["dims"] = [other]
+    for task in info["tasks"]:
+        task["dim"] = other
+    reseal(info_path, info)          # a consistent output of other work, not a damaged one
     proc = train(data, tmp_path / "model", "--combine=%s" % folds)
     assert proc.returncode == 255
     (line,) = errors(proc)
-    assert "stage2.fold3 cross-fitted" in line and "rerun the fold jobs" in line
+    assert "stage2.fold3 cross-fitted other work" in line and "rerun the fold jobs" in line
+    assert "dims [%d] there" % other in line
 
 
 @pytest.mark.parametrize("options,message", [
@@ -176,13 +219,14 @@ def test_fold_job_options_are_checked(data, tmp_path, options, message):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_fold_outputs_are_exact_doubles_whatever_binary_says(data, tmp_path):
-    """--binary=false writes text model pieces; the held-out scores stay binary (text would
-    round them and change the choice or the fusion)."""
+def test_fold_outputs_are_exact_floats_whatever_binary_says(data, tmp_path):
+    """--binary=false writes text model pieces; the held-out scores stay binary float32 (text
+    would round them and change the choice or the fusion)."""
     folds = tmp_path / "folds"
     for stage in (1, 2):
         run_stage(data, folds, stage, 3, "--binary=false")
-    assert (folds / "stage1.fold1/scores.6").read_bytes().startswith(b"\0B")
+    (scores,) = (folds / "stage2.fold1").glob("scores.*")
+    assert scores.read_bytes().startswith(b"\0BFM ")
     proc = train(data, tmp_path / "model", "--combine=%s" % folds)
     assert proc.returncode == 0, proc.stderr.decode()
     assert files(tmp_path / "model") == files(data / "single")

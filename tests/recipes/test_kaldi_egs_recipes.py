@@ -673,19 +673,25 @@ def test_pauc_auto_folds_as_run_pl_jobs_give_the_single_process_model(kaldi_root
     jobs = tmp_path / "exp3"
     logs = sorted(p.name for p in (jobs / "log").glob("fold*.log"))
     assert logs == ["fold.%d.log" % j for j in (1, 2, 3)] + \
+        ["fold_promoted.%d.log" % j for j in (1, 2, 3)] + \
         ["fold_screen.%d.log" % j for j in (1, 2, 3)]
     assert all("# Accounting:" in (jobs / "log" / name).read_text() for name in logs)  # run.pl's
     assert "--fold=2 " in (jobs / "log/fold.2.log").read_text().splitlines()[0]
-    # whole lines only, from the jobs and their worker processes (--num-jobs=2)
+    # whole lines only, from the jobs and their worker processes (--num-jobs=2); every job
+    # that cross-fits something says where it is (3 folds: no candidate screening, so the
+    # third stage has nothing to do, and says so)
     for name in logs:
         lines = (jobs / "log" / name).read_text().splitlines()
         assert all(re.match(r"(#( |$)|train-pauc-auto |LOG \(train-pauc-auto\[)", l)
                    for l in lines), name
-        assert any(") Progress: fold " in l for l in lines)
+        if name.startswith("fold_promoted"):
+            assert any("nothing to cross-fit" in l for l in lines), name
+        else:
+            assert any(") Progress: fold " in l for l in lines), name
     assert "--combine=" in (jobs / "log/train_pauc_auto.log").read_text()
     assert snapshot(single / "pauc_auto", "*") == snapshot(jobs / "pauc_auto", "*")
     assert sorted(p.name for p in (jobs / "pauc_auto_folds").iterdir()) == \
-        ["stage%d.fold%d" % (s, k) for s in (1, 2) for k in (1, 2, 3)]
+        ["stage%d.fold%d" % (s, k) for s in (1, 2, 3) for k in (1, 2, 3)]
     assert (single / "scores/pauc_auto").read_bytes() == (jobs / "scores/pauc_auto").read_bytes()
 
 
@@ -704,7 +710,8 @@ def test_sitw_auto_stage_folds_as_run_pl_jobs_give_the_nj1_model(sitw_real):
         outputs[nj] = (snapshot(auto / "pauc_auto", "*"),
                        snapshot(nnet / "scores", "sitw_*_core_scores_pauc_auto"))
     assert sorted(p.name for p in (auto / "log").glob("fold*.log")) == \
-        ["fold.%d.log" % j for j in (1, 2, 3)] + ["fold_screen.%d.log" % j for j in (1, 2, 3)]
+        ["fold.%d.log" % j for j in (1, 2, 3)] + ["fold_promoted.%d.log" % j for j in (1, 2, 3)] \
+        + ["fold_screen.%d.log" % j for j in (1, 2, 3)]
     assert "# Accounting:" in (auto / "log/fold.3.log").read_text()       # run.pl's
     assert len(outputs[1][1]) == 2 and outputs[1] == outputs[3]
 

@@ -207,18 +207,25 @@ class Tool:
         self.name = name
         self.usage = usage.strip("\n")
         self._options = {}
+        self._aliases = {}
         self._checks = []
         self.log = Logger(name)
 
-    def register(self, name, default, help_text, kind=None, choices=None, bounds=()):
+    def register(self, name, default, help_text, kind=None, choices=None, bounds=(),
+                 aliases=()):
         """Register ``--name`` (``_`` or ``-``); its type comes from the default unless given.
 
         ``choices`` lists the allowed values; ``bounds`` are ``">=0"``, ``">0"``, ``"<=1"``,
         ``"<1"`` strings (e.g. ``(">0", "<1")`` for an open interval). A value outside them is
         one ERROR naming the option, exit 255, before the tool reads any input (checked in
-        ``main`` right after parsing, with the checks added by ``check``).
+        ``main`` right after parsing, with the checks added by ``check``). ``aliases``: older
+        names of the option, still accepted (and named in --help).
         """
         key = name.lower().replace("_", "-")
+        for alias in aliases:
+            self._aliases[alias.lower().replace("_", "-")] = key
+        if aliases:
+            help_text += " (also --%s, its earlier name)" % ", --".join(aliases)
         kind = kind or type(default)
         if kind not in (bool, int, float, str):
             raise TypeError("unsupported option type %r" % kind)
@@ -317,6 +324,7 @@ class Tool:
 
     def _apply(self, arg, values, standard):
         key, value = self._split(arg)
+        key = self._aliases.get(key, key)
         if key == "config":
             return
         if key in standard:

@@ -8,6 +8,7 @@ from pauc_backend.cli.framework.trial_scoring import index_keys, score_trial_lis
 from pauc_backend.cli.framework.vector_input import check_dimension, check_finite
 from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import read_int32_table, read_vector_table
+from pauc_backend.models.auto_systems import candidate_title
 
 USAGE = """
 Scores trials with the back-end that train-pauc-auto chose and trained (its model directory):
@@ -41,8 +42,9 @@ def run(opts, args):
     model_dir, enroll_rspecifier, test_rspecifier, trials_rx, scores_wx = args
     log = tool.log
     model, card = read_model_dir(model_dir)
-    log.log("Back-end %s (LDA %s) from %s" % (card["system"], card.get("lda_dim", "?"),
-                                             model_dir))
+    log.log("Back-end %s (%s, LDA %s) from %s" % (
+        "+".join(model.members_), candidate_title(model.members_), card.get("lda_dim", "?"),
+        model_dir))
     enroll_keys, E = read_vectors(enroll_rspecifier, model.n_features_in_, "enrollment")
     num_utts = np.ones(len(enroll_keys), dtype=np.int64)
     if opts.num_utts:

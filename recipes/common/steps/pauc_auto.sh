@@ -16,9 +16,11 @@
 # --auto-opts S (more options for train-pauc-auto, e.g. "--seed=1 --num-folds=3"),
 # --progress-interval SECONDS (default 30), --nj N (default 1: one train-pauc-auto process;
 # N > 1: the folds of the cross-fitting run as N jobs through $cmd, e.g. Kaldi's run.pl,
-# queue.pl or slurm.pl: stage 1 (JOB=1:N, log/fold_screen.JOB.log) and stage 2 (JOB=1:N,
-# log/fold.JOB.log) write <exp-dir>/pauc_auto_folds, then train-pauc-auto --combine chooses and
-# trains the back-end from them: the same model files as with --nj 1).
+# queue.pl or slurm.pl: stage 1 (the LDA dimensions screened; JOB=1:N,
+# log/fold_screen.JOB.log), stage 2 (the candidates screened at the promoted dimension;
+# log/fold.JOB.log) and stage 3 (the promoted candidates at the full budget;
+# log/fold_promoted.JOB.log) write <exp-dir>/pauc_auto_folds, then train-pauc-auto --combine
+# chooses and trains the back-end from them: the same model files as with --nj 1).
 # --spk2utt FILE (default <train-data-dir>/spk2utt, for x-vector directories without one).
 # Logs: <exp-dir>/log/{train,score}_pauc_auto.log.
 
@@ -45,8 +47,8 @@ spk2utt=${spk2utt:-$train/spk2utt}
 combine=
 if [ "$nj" -gt 1 ]; then
   # The folds as jobs: every job gets the same options and data (their digest is checked).
-  for stage in 1 2; do
-    [ $stage = 1 ] && name=fold_screen || name=fold
+  for stage in 1 2 3; do
+    case $stage in 1) name=fold_screen ;; 2) name=fold ;; 3) name=fold_promoted ;; esac
     echo "$0: train-pauc-auto --fold-stage=$stage, $nj jobs (logs: $exp/log/$name.*.log)"
     with_progress "$exp/log/$name.*.log" \
       $cmd JOB=1:$nj $exp/log/$name.JOB.log \

@@ -1,0 +1,296 @@
+"""The state of one cross-fitting of pAUCMetric (auto): its plan (models.auto_policy), the
+stages as they are decided, the store of held-out scores (models.auto_store) and the rated
+rows. It runs a stage's fold tasks (models.auto_folds), adds their results, rates each LDA
+dimension as soon as every fold of it is in, decides the next stage (the promoted dimension,
+the promoted candidates) and says why, in the log and in lines for system.txt."""
+
+import numpy as np
+
+from pauc_backend.models import selection
+from pauc_backend.models.auto_folds import (choose_dplda_lambda, dim_label, fold_task,
+                                            run_fold_tasks, task_systems)
+from pauc_backend.models.auto_policy import (SCREEN_CANDIDATES, SCREEN_DIMS, Stage,
+                                             promoted_stage, second_stage)
+from pauc_backend.models.auto_store import HeldOutStore
+from pauc_backend.models.auto_systems import base_system, dim_free, parse_candidate
+
+__all__ = ["CrossFit"]
+
+
+class CrossFit:
+    """One cross-fitting of the estimator ``est`` (an AutoBackend) on ``plan``: the plan's
+    attributes are this object's (X, y, members, trials, dims, stages, done, ...)."""
+
+    def __init__(self, est, plan):
+        self.est = est
+        self.plan = plan
+        self.__dict__.update(vars(plan))
+        self.store = HeldOutStore([t.is_target for t in plan.trials], est.alpha, est.beta)
+        self.rows = {}               # (candidate, lda_dim, budget) -> row of cv_results_
+        self.screen_rows = []        # the cheap systems at each dimension, candidates or not
+
+    def train_rows(self, fold):
+        return self.plan.train_rows(fold)
+
+    # -- stages ------------------------------------------------------------------------------
+    def stage_work(self, stage):
+        """The Stage cross-fitted in ``stage`` (1, 2 or 3) on every fold. Stages 2 and 3 need
+        every fold of the previous stage: they are chosen from its ratings (the promoted LDA
+        dimension, the promoted candidates)."""
+        if stage not in (1, 2, 3):
+            raise ValueError("stage must be 1, 2 or 3 (got %r)" % (stage,))
+        if stage not in self.stages:
+            self.stage_work(stage - 1)
+            self.need_folds(stage - 1)
+            previous = self.stages[stage - 1]
+            if stage == 2 and previous.name == SCREEN_DIMS:
+                self.stages[2] = second_stage(self.est, self, self._screened_dim())
+            elif previous.name == SCREEN_CANDIDATES:
+                self.stages[stage] = self._promote(previous)
+            else:
+                self.stages[stage] = Stage("nothing left", [], ())
+        return self.stages[stage]
+
+    def need_folds(self, stage):
+        work = self.stage_work(stage)
+        missing = [k + 1 for k in (work.folds if work.systems and work.dims else ())
+                   if k not in self.done.get(stage, ())]
+        if missing:
+            raise ValueError("stage %d of fold%s %s not done" % (
+                stage, "s" if len(missing) > 1 else "", ",".join(map(str, missing))))
+
+    def run(self, stage, folds=None):
+        """Held-out results of ``stage`` on ``folds`` (0-based; None: all), in n_jobs
+        processes if > 1: an iterator of ((dim, fold), figures, kept scores, errors), dims
+        outer, folds inner, as they come. Nothing is stored (``add`` does)."""
+        est = self.est
+        work = self.stage_work(stage)
+        folds = [k for k in (range(est.num_folds) if folds is None else sorted(folds))
+                 if k in work.folds]
+        tasks = [(dim, k) for dim in work.dims for k in folds] if work.systems else []
+        hb = est._heartbeat
+        if hb is not None:
+            hb.begin()
+        if int(est.n_jobs) > 1 and len(tasks) > 1:
+            if hb is not None:
+                hb.idle()                      # the workers report
+            results = run_fold_tasks(est, self, work, tasks, int(est.n_jobs))
+        else:
+            results = (fold_task(est, self, work, dim, k,
+                                 est.task_progress(dim, k, i, len(tasks)))
+                       for i, (dim, k) in enumerate(tasks))
+        # every result is drawn, the last one too: the pool's iterator must run to its end,
+        # where the pool is closed and joined (zip(tasks, results) left it suspended after
+        # the last task, so the pool was terminated when the iterator was collected: a
+        # SIGTERM to idle workers in every run)
+        for i, result in enumerate(results):
+            yield (tasks[i],) + tuple(result)
+        if hb is not None:
+            hb.idle()
+
+    def add(self, stage, results):
+        """Store the results of ``run`` (of one job, or of all); rate each dimension as soon
+        as every fold of it is in; log what could not be trained."""
+        work = self.stage_work(stage)
+        failed, seen = {}, {}
+        for (dim, k), figures, columns, errors in results:
+            self.store.add(dim, k, figures, columns)
+            self.done.setdefault(stage, set()).add(k)
+            seen.setdefault(dim, set()).add(k)
+            for what, err in errors:
+                failed.setdefault((dim, what), (k, err))
+            if seen[dim] >= set(work.folds):
+                self._dimension_done(work, dim)
+        if not work.systems or not work.dims:
+            self.done[stage] = set(range(self.est.num_folds))
+        for (dim, what), (k, err) in sorted(failed.items()):
+            self.est._log("LDA %s: %s could not be trained (fold %d: %s); skipped"
+                          % (dim_label(dim), what, k + 1, err))
+
+    def _dimension_done(self, work, dim):
+        est = self.est
+        est._log("Cross-fitted %s at LDA %s on %s"
+                 % (", ".join(task_systems(work, dim)), dim_label(dim),
+                    "%d folds" % est.num_folds if len(work.folds) == est.num_folds else
+                    "fold%s %s of %d" % ("s" if len(work.folds) > 1 else "",
+                                         ",".join(str(k + 1) for k in work.folds),
+                                         est.num_folds)))
+        if any(base_system(s) == "dplda" for s in work.systems):
+            best = choose_dplda_lambda(self.store, dim, est._log, est.alpha, est.beta,
+                                       work.folds, work.lambdas is None)
+            if best is not None:
+                est.dplda_lambda_ = best
+        self._rate(dim, work)
+        if work.name == SCREEN_DIMS:
+            for name in work.systems:     # the screened systems, candidates or not
+                if not dim_free((name,)) and self.store.has_figures(dim, name):
+                    self.screen_rows.append(_row(name, dim, dim, "full",
+                                                 self.store.fold_figures(dim, name)))
+            self.store.release(dim, keep=work.keep)
+
+    # -- rating ------------------------------------------------------------------------------
+    def _rate(self, dim, work):
+        """Rate every candidate at ``dim`` whose figures (or, for a fusion, scores) are in on
+        every fold ("full"), else, once, on the folds of a candidate screening ("screen").
+        The fusions are rated in ``n_jobs`` forked processes (the store reaches them by the
+        fork); the rows are the same whatever ``n_jobs``."""
+        est, store = self.est, self.store
+        every = tuple(range(est.num_folds))
+        todo = []
+        for name, mem in self.members.items():
+            free = dim_free(mem)
+            for budget, folds in (("full", every), ("screen", tuple(work.folds))):
+                key = (name, 0 if free else dim, budget)
+                if budget == "screen" and (work.name != SCREEN_CANDIDATES or free or (
+                        name, 0 if free else dim, "full") in self.rows):
+                    continue
+                if key not in self.rows and store.can_rate(dim, mem, folds):
+                    todo.append((name, key, folds))
+                    break
+                if key in self.rows:
+                    break
+        if est._heartbeat is not None:
+            est._heartbeat.begin()
+        for i, (name, _, _) in enumerate(todo):
+            est._note(where="rating candidates", step="%s at LDA %s" % (name, dim_label(dim)),
+                      fraction=i / len(todo))
+        results = _rate_all(self, dim, todo)
+        for (name, key, folds), per_fold in zip(todo, results):
+            if per_fold is None:
+                est._log("Candidate %s, LDA %s: fusion failed, skipped"
+                         % (name, dim_label(dim)))
+                continue
+            row = self.rows[key] = _row(name, key[1], dim, key[2], per_fold)
+            extra = ("" if (est.alpha, est.beta) == (0.0, 0.01)
+                     else "  pAUC[0,0.01] %.4f" % row["pauc_001"])
+            est._log("Held-out %-36s LDA %4s: pAUC[%g,%g] %.4f  EER %.2f%%  minDCF(0.01) "
+                     "%.4f%s%s" % (name, dim_label(row["lda_dim"]), est.alpha, est.beta,
+                                   row["pauc"], 100 * row["eer"], row["min_dcf"], extra,
+                                   "" if key[2] == "full" else "  (screening: folds %s)"
+                                   % ",".join(str(k + 1) for k in folds)))
+
+    def rows_at(self, dims=None):
+        """Rated rows (at ``dims``, dimension-free ones always) in a stable order: dimension,
+        then candidate, then budget (screening first)."""
+        order = {name: i for i, name in enumerate(self.members)}
+        rows = [r for r in self.rows.values()
+                if dims is None or r["lda_dim"] in dims
+                or dim_free(parse_candidate(r["candidate"]))]
+        return sorted(rows, key=lambda r: (self.dims.index(r["score_dim"])
+                                           if r["score_dim"] in self.dims else -1,
+                                           order[r["candidate"]], r["budget"] == "full"))
+
+    # -- promotions --------------------------------------------------------------------------
+    def _screened_dim(self):
+        """The LDA dimension where the other systems are cross-fitted: that of the cheap
+        system kept by the selection rule among the cheap systems' ratings (with "1se", the
+        simplest dimension within one standard error of the best; models.selection)."""
+        est, rated = self.est, self.screen_rows
+        if not rated:
+            raise ValueError("PLDA and cosine could not be trained at any LDA dimension")
+        kept, evidence = selection.choose(rated, est._complexity(rated), est.selection)
+        best, row = rated[evidence["best"]], rated[kept]
+        if kept == evidence["best"]:
+            why = ("%s has the best held-out pAUC of the cheap systems (%.4f)"
+                   % (row["candidate"], row["pauc"]))
+        else:
+            diff, se = selection.paired(rated, evidence["best"], kept)
+            why = ("%s (%.4f) is the simplest of the cheap systems within one standard error "
+                   "of the best, %s at LDA %s (%.4f, %.4f +- %.4f better)"
+                   % (row["candidate"], row["pauc"], best["candidate"],
+                      dim_label(best["lda_dim"]), best["pauc"], diff, se))
+        est._log("LDA %s: %s; the other systems are cross-fitted there"
+                 % (dim_label(row["lda_dim"]), why))
+        est.crossfit_.append("screened_lda_dims %s with %s; promoted LDA %s: %s" % (
+            ",".join(dim_label(d) for d in self.dims), ",".join(self.stages[1].systems),
+            dim_label(row["lda_dim"]), why))
+        return row["lda_dim"]
+
+    def _promote(self, screen):
+        """Successive halving: the best 1/screen_factor of the candidates rated at the
+        screened dimension(s), by mean held-out pAUC on the screening folds, are promoted:
+        the next stage cross-fits their systems on the other folds (none: nothing)."""
+        est = self.est
+        folds = list(screen.folds)
+        rows = [r for r in self.rows_at(dims=set(screen.dims))
+                if not dim_free(parse_candidate(r["candidate"]))]
+        rows = [r for r in rows if r["budget"] == "screen"
+                or ((r["candidate"], r["lda_dim"], "screen") not in self.rows)]
+        mean = {id(r): np.mean([r["folds"][i if r["budget"] == "screen" else k]["pauc"]
+                                for i, k in enumerate(folds)]) for r in rows}
+        count = max(1, -(-len(rows) // int(est.screen_factor)))
+        top = sorted(rows, key=lambda r: -mean[id(r)])[:count]
+        promoted = [r for r in top if r["budget"] == "screen"]
+        names = tuple(dict.fromkeys(r["candidate"] for r in promoted))
+        line = ("%d candidates rated at LDA %s on folds %s; the best %d (1/%d) by held-out "
+                "pAUC there: %s" % (len(rows), ",".join(dim_label(d) for d in screen.dims),
+                                    ",".join(str(k + 1) for k in folds), count,
+                                    int(est.screen_factor), ", ".join(
+                                        "%s %.4f" % (r["candidate"], mean[id(r)]) for r in top)))
+        line += ("; promoted to the other folds: %s" % ", ".join(names) if names else
+                 "; every one of them is already rated on every fold: nothing more to "
+                 "cross-fit")
+        est._log("Screening: " + line)
+        est.crossfit_.append("screening " + line)
+        # dimension-free systems (raw cosine) are not screened: the other folds complete them
+        free = tuple(m for m in self.needed if dim_free((m,))
+                     and not self.store.has_figures(screen.dims[0], m))
+        dims = sorted({r["score_dim"] for r in promoted}) or list(screen.dims[:1] if free
+                                                                 else ())
+        lambdas = None if est.dplda_lambda_ is None else (est.dplda_lambda_,)
+        return promoted_stage(est, self, names, dims, lambdas, free)
+
+    def recompute(self, dim, members):
+        """The held-out scores of ``members`` at ``dim`` when the store released them (a
+        cheap system screened at another dimension): the same fold tasks again (seeded, so
+        the same scores)."""
+        stage = Stage("held-out scores of the chosen candidate", [dim], tuple(members),
+                      keep=frozenset(members))
+        for k in range(self.est.num_folds):
+            _, columns, _ = fold_task(self.est, self, stage, dim, k)
+            self.store.add(dim, k, {}, columns)
+
+
+_SHARED = None
+
+
+def _rate_all(cross, dim, todo):
+    """Per-fold figures of each (candidate, key, folds) of ``todo`` (None: a fusion that
+    cannot be trained); the fusions in forked processes when n_jobs > 1."""
+    est = cross.est
+    limit = min(est.max_rating_fusion_trials or np.inf, est.max_fusion_trials or np.inf)
+    fusion = est._fusion(0)
+    jobs = [(cross.members[name], dim, folds) for name, _, folds in todo]
+    fusions = [i for i, (mem, _, _) in enumerate(jobs) if len(mem) > 1]
+    out = [None] * len(jobs)
+    if int(est.n_jobs) > 1 and len(fusions) > 1:
+        from pauc_backend.workers import fork_pool
+        global _SHARED
+        _SHARED = (cross.store, jobs, fusion, limit, est.random_state + 7)
+        try:
+            with fork_pool(min(int(est.n_jobs), len(fusions))) as pool:
+                for i, per_fold in zip(fusions, pool.map(_rate_one, fusions)):
+                    out[i] = per_fold
+        finally:
+            _SHARED = None
+    for i, (mem, _, folds) in enumerate(jobs):
+        if out[i] is None and (len(mem) == 1 or int(est.n_jobs) <= 1 or len(fusions) <= 1):
+            out[i] = cross.store.rate(dim, mem, fusion, limit, est.random_state + 7, folds)
+    return out
+
+
+def _rate_one(index):
+    store, jobs, fusion, limit, seed = _SHARED
+    mem, dim, folds = jobs[index]
+    return store.rate(dim, mem, fusion, limit, seed, folds)
+
+
+def _row(name, lda_dim, score_dim, budget, per_fold):
+    """A row of cv_results_: the candidate, where it was rated (``score_dim``: the LDA
+    dimension of the scores; ``lda_dim`` 0 for a dimension-free one), the budget, the
+    figures of each fold and their means."""
+    row = {"candidate": name, "lda_dim": lda_dim, "score_dim": score_dim, "budget": budget,
+           "folds": per_fold}
+    for fig in ("pauc", "pauc_001", "eer", "min_dcf"):
+        row[fig] = float(np.mean([f[fig] for f in per_fold]))
+    return row

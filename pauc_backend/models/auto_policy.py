@@ -1,0 +1,236 @@
+"""What pAUCMetric (auto) tries, on which data, at what budget: the cost model of its choice.
+
+The work of choosing is bounded whatever the corpus size; only the final training (mean, LDA
+and PLDA statistics, linear in the number of vectors; the metrics' fixed number of iterations;
+the AS-norm cohort, one mean per speaker) grows with it.
+
+* Cross-fitting data: at most ``max_speakers`` training speakers (a seeded subset when there
+  are more) and at most ``max_vectors`` of their vectors (the same seeded cap on every
+  speaker's count when there are more), dealt into ``num_folds`` speaker-disjoint folds. A
+  vector outside the subset takes no part in the cross-fitting (``fold_of_vector`` -1); the
+  final model trains on every vector.
+* Held-out trials: at most ``max_trials`` per fold (models.crossfit: every target kept up to
+  half of it, non-targets sampled in per-speaker quotas; the standard error this adds is
+  stated there).
+* Successive halving (as scikit-learn's HalvingGridSearchCV), with the held-out folds as the
+  resource (each fold's models are trained once: a candidate promoted to more folds reuses
+  what it was screened with), in up to three stages:
+
+  1. screen the LDA dimensions: the cheap systems (closed-form training: PLDA and the
+     cosines; AS-norm only of raw cosine, which is scored once) at every candidate
+     dimension, on every fold; the one kept by the selection rule among them is promoted
+     (``lda_selection="all"``, or a single dimension: no such screening, every system at
+     every dimension);
+  2. screen the candidates there: every system on the first ``m = max(2, ceil(K /
+     screen_factor))`` folds only; each candidate is rated on them, and the best
+     ``1 / screen_factor`` of them (by mean held-out pAUC on those folds) are promoted;
+  3. the promoted candidates on the other K - m folds (their systems only).
+
+  The choice is made among candidates rated on every fold (the cheap systems screened in
+  stage 1 are; a candidate that was not promoted keeps its screening row, marked
+  ``"budget": "screen"``, with the figures of the first m folds). With K < 2 m (e.g. 3 folds)
+  there is no candidate screening: every candidate is cross-fitted on every fold.
+
+So the cost of choosing, per fold: one LDA + PLDA fit and the held-out scoring of the cheap
+systems at each of the len(lda_dims) dimensions (on <= (K-1)/K max_vectors training vectors,
+<= max_trials trials); at one dimension, on m of the K folds, the two pAUCMetrics (num_iters
+iterations each, mini-batches of batch_size speakers) and the discriminative PLDA (its
+training grid bounded by its own max_test), on the other folds only what the promoted
+candidates need; plus fusions rated on <= max_rating_fusion_trials trials. None grows with
+the corpus.
+"""
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pauc_backend.models.auto_systems import dim_free, system, base_system
+from pauc_backend.models.crossfit import HeldOutTrials, speaker_folds
+
+__all__ = ["Stage", "CrossFitPlan", "make_plan", "crossfit_rows", "screen_folds"]
+
+
+@dataclass
+class Stage:
+    """The work of one stage: ``systems`` at each of ``dims`` on ``folds`` (0-based);
+    ``keep``: the systems whose held-out scores are kept for fusions still to be rated;
+    ``lambdas``: the discriminative PLDA's (None: every one of dplda_lambdas)."""
+    name: str
+    dims: list
+    systems: tuple
+    folds: tuple = ()
+    keep: frozenset = frozenset()
+    lambdas: tuple = None
+
+
+@dataclass
+class CrossFitPlan:
+    """What ``make_plan`` found (the data, candidates, subset, folds, held-out trials, LDA
+    dimensions) and the stages, each defined once the previous one is done on every fold
+    (``stages[s]``), with the folds added so far (``done``)."""
+    X: object
+    y: object
+    groups: object
+    members: dict
+    needed: tuple
+    fold_of_vector: object
+    trials: list
+    dims: list
+    num_speakers: int
+    subset: str
+    stages: dict = field(default_factory=dict)
+    done: dict = field(default_factory=dict)
+    promoted: tuple = None
+
+    def train_rows(self, fold):
+        """Rows of X that train fold ``fold``: the other folds of the subset."""
+        return np.flatnonzero((self.fold_of_vector != fold) & (self.fold_of_vector >= 0))
+
+
+def screen_folds(num_folds, factor):
+    """The folds the candidates are screened on (the first m of them; see the module doc),
+    or None when there is no candidate screening."""
+    if int(factor) < 2:
+        return None
+    m = max(2, int(math.ceil(int(num_folds) / float(factor))))
+    return tuple(range(m)) if int(num_folds) >= 2 * m else None
+
+
+def crossfit_rows(y, max_speakers, max_vectors, seed):
+    """(rows of the cross-fitting subset, sorted; a sentence saying what was kept). All rows
+    when neither cap binds (then no random number is drawn). Otherwise a seeded subset of
+    ``max_speakers`` speakers, then the largest common cap c on each speaker's vectors that
+    keeps at most ``max_vectors`` of them (c >= 2; a seeded choice of c per speaker)."""
+    y = np.asarray(y)
+    speakers, index = np.unique(y, return_inverse=True)
+    index = index.reshape(-1)
+    counts = np.bincount(index, minlength=speakers.size)
+    rng = np.random.default_rng([int(seed), 2027])
+    keep = np.ones(speakers.size, bool)
+    notes = []
+    if max_speakers and speakers.size > max_speakers:
+        keep[:] = False
+        keep[rng.choice(speakers.size, int(max_speakers), replace=False)] = True
+        notes.append("%d of the %d speakers (seeded)" % (int(max_speakers), speakers.size))
+    rows = np.flatnonzero(keep[index])
+    if max_vectors and rows.size > max_vectors:
+        kept = counts[keep]
+        cap = int(max_vectors) // kept.size
+        while cap < kept.max() and np.minimum(kept, cap + 1).sum() <= max_vectors:
+            cap += 1
+        cap = max(cap, 2)
+        order = np.argsort(index[rows], kind="stable")
+        grouped = rows[order]
+        starts = np.concatenate([[0], np.cumsum(np.bincount(index[rows],
+                                                            minlength=speakers.size))])
+        chosen = []
+        for s in np.flatnonzero(keep):
+            mine = grouped[starts[s]:starts[s + 1]]
+            chosen.append(mine if mine.size <= cap
+                          else np.sort(rng.choice(mine, cap, replace=False)))
+        rows = np.sort(np.concatenate(chosen))
+        notes.append("at most %d vectors of each (seeded)" % cap)
+    text = ("every speaker and vector" if not notes else
+            "%s: %d vectors" % (", ".join(notes), rows.size))
+    return rows, text
+
+
+def make_plan(est, X, y, groups, members):
+    """The data, folds, held-out trials and LDA dimensions of the cross-fitting of ``est``
+    (an AutoBackend), and its first stage."""
+    rows, subset = crossfit_rows(y, est.max_speakers, est.max_vectors, est.random_state)
+    speakers, fold_of = speaker_folds(y[rows], est.num_folds, est.random_state)
+    fold_of_vector = np.full(len(y), -1, dtype=np.intp)
+    fold_of_vector[rows] = fold_of[np.searchsorted(speakers, y[rows])]
+    fold_train_spk = [int(np.count_nonzero(fold_of != k)) for k in range(est.num_folds)]
+    cap = min(X.shape[1], min(fold_train_spk) - 1)
+    if cap < 1 and any(int(d) > 0 for d in est.lda_dims):
+        raise ValueError("too few training speakers for LDA")
+    dims = sorted({min(int(d), cap) if int(d) > 0 else 0 for d in est.lda_dims})
+    if any(int(d) > cap for d in est.lda_dims):
+        est._log("LDA dimensions capped at %d (vector dimension %d; the smallest fold trains "
+                 "on %d speakers)" % (cap, X.shape[1], min(fold_train_spk)))
+    trials = []
+    for k in range(est.num_folds):
+        est._note(where="held-out trials of fold %d of %d" % (k + 1, est.num_folds),
+                  fraction=k / est.num_folds)
+        t = HeldOutTrials(y, np.flatnonzero(fold_of_vector == k), int(est.enroll_utts),
+                          groups, est.max_utts_per_speaker or None,
+                          est.random_state + 1000 + k, max_trials=est.max_trials or None)
+        if t.num_target < 1 or t.num_nontarget < 1:
+            raise ValueError(
+                "fold %d of %d has %d target and %d non-target held-out trials: too few "
+                "speakers or vectors per speaker (each held-out speaker needs > %d vectors); "
+                "use fewer folds" % (k + 1, est.num_folds, t.num_target, t.num_nontarget,
+                                     max(1, est.enroll_utts)))
+        trials.append(t)
+    needed = tuple(dict.fromkeys(m for mem in members.values() for m in mem))
+    plan = CrossFitPlan(X, y, groups, members, needed, fold_of_vector, trials, dims,
+                        int(np.unique(y).size), subset)
+    plan.stages[1] = first_stage(est, plan)
+    return plan
+
+
+def _cheap(name):
+    return system(base_system(name)).cheap
+
+
+def fusion_members(plan, systems):
+    """Members of multi-system candidates made only of ``systems``: their columns are kept."""
+    have = set(systems)
+    return frozenset(m for mem in plan.members.values() if len(mem) > 1 and set(mem) <= have
+                     for m in mem)
+
+
+def first_stage(est, plan):
+    every = tuple(range(est.num_folds))
+    # the cheap systems, without AS-norm (its cohort scoring costs more than the rest) unless
+    # dimension-free (scored once)
+    cheap = tuple(s for s in plan.needed if _cheap(s) and (":" not in s or dim_free((s,))))
+    screen_dims = (est.lda_selection == "cheap" and len(plan.dims) > 1
+                   and len(cheap) < len(plan.needed))
+    if screen_dims:
+        if dim_free(cheap):
+            cheap += ("plda",)            # something to compare the dimensions with
+        return Stage(SCREEN_DIMS, plan.dims, cheap, every,
+                     fusion_members(plan, cheap) | _free_in_fusions(plan))
+    # no dimension screening: every system at every dimension (screened on m folds)
+    folds = screen_folds(est.num_folds, est.screen_factor)
+    return Stage("every system at every LDA dimension" if folds is None else
+                 SCREEN_CANDIDATES, plan.dims, plan.needed, folds or every,
+                 frozenset(plan.needed))
+
+
+def _free_in_fusions(plan):
+    """Dimension-free members of fusions: their columns (computed once) stay until the end."""
+    return frozenset(m for mem in plan.members.values() if len(mem) > 1 for m in mem
+                     if dim_free((m,)))
+
+
+def second_stage(est, plan, dim):
+    """At the dimension ``dim`` promoted by the screening of stage 1: every system the
+    candidates need (the cheap ones again, for the fusions), on the screening folds when
+    there are some."""
+    folds = screen_folds(est.num_folds, est.screen_factor)
+    systems = tuple(s for s in plan.needed if not dim_free((s,)))
+    return Stage(SCREEN_CANDIDATES if folds else "every system", [dim], systems,
+                 folds or tuple(range(est.num_folds)),
+                 frozenset(systems) | _free_in_fusions(plan))
+
+
+def promoted_stage(est, plan, promoted, dims, lambdas, free=()):
+    """The systems of the ``promoted`` candidates on the folds they were not screened on,
+    with the dimension-free systems ``free`` (raw cosine: no training, scored once, so never
+    screened out; without them a dimension-free candidate, or a promoted fusion with one,
+    would lack the other folds) at the first of ``dims``."""
+    screened = set(screen_folds(est.num_folds, est.screen_factor) or ())
+    systems = tuple(dict.fromkeys([m for name in promoted for m in plan.members[name]
+                                   if not dim_free((m,))] + list(free)))
+    return Stage("promoted candidates on the other folds", list(dims) if systems else [],
+                 systems, tuple(k for k in range(est.num_folds) if k not in screened),
+                 frozenset(systems), lambdas)
+
+
+SCREEN_DIMS = "screen LDA dimensions"
+SCREEN_CANDIDATES = "screen candidates"
