@@ -32,6 +32,9 @@ class CrossFit:
     def train_rows(self, fold):
         return self.plan.train_rows(fold)
 
+    def adapt_rows(self, fold):
+        return self.plan.adapt_rows(fold)
+
     # -- stages ------------------------------------------------------------------------------
     def stage_work(self, stage):
         """The Stage cross-fitted in ``stage`` (1, 2 or 3) on every fold. Stages 2 and 3 need

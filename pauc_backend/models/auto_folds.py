@@ -49,7 +49,9 @@ def fold_task(est, plan, stage, dim, k, progress=None):
             pipe.dplda_lambdas = tuple(stage.lambdas)
         pipe.progress = progress
         try:
-            pipe.fit(X, y[train_rows], rows=train_rows)
+            held = plan.adapt_rows(k)
+            pipe.fit(X, y[train_rows], rows=train_rows, adapt=None if held is None else X,
+                     adapt_rows=held)
             break
         except (ValueError, np.linalg.LinAlgError) as err:
             lost = [s for s in attempt if system(base_system(s)).needs_plda]

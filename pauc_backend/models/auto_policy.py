@@ -82,6 +82,12 @@ class CrossFitPlan:
     stages: dict = field(default_factory=dict)
     done: dict = field(default_factory=dict)
     promoted: tuple = None
+    adapt: object = None       # the adaptation set (models.auto_adapt), or None
+
+    def adapt_rows(self, fold):
+        """With an adaptation set, the rows playing it for held-out fold ``fold``: that
+        fold's own vectors, unlabelled (models.auto_adapt); None without one."""
+        return None if self.adapt is None else np.flatnonzero(self.fold_of_vector == fold)
 
     def train_rows(self, fold):
         """Rows of X that train fold ``fold``: the other folds of the subset."""
