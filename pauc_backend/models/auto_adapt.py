@@ -14,13 +14,19 @@ egs/sre16/v2 uses SRE16 major:
 * cost: the adaptation set enters only the final model (one mean, one pass of a d x d
   covariance); beyond ``max_adapt_vectors`` a seeded subset of that many is used.
 
-What the cross-fitting can and cannot see. Its held-out trials are training speakers, so it
-sees how well each candidate separates speakers OF THE TRAINING DOMAIN; it cannot see a
-shift between the training domain and the vectors scored later (a mean or covariance offset),
-which is what the adaptation set corrects. So the cross-fitting prepares each held-out fold as
-the evaluation vectors will be prepared: its own (unlabelled) vectors play the adaptation
-set (the centring mean from them, the PLDA adapted to them), the candidates are rated on
-that, and the final model takes the mean and the adaptation from the real adaptation set.
+What the cross-fitting can and cannot see. Its held-out trials are training speakers, so by
+itself it sees how well each candidate separates speakers OF THE TRAINING DOMAIN, and not a
+shift between the training domain and the vectors scored later (a mean or covariance offset:
+what the adaptation set corrects). With an adaptation set each held-out fold is first moved
+into its domain (``coral_map``: the fold's mean and total covariance made the adaptation
+set's by one linear map, so speakers stay speakers and the labels still hold), then prepared
+as the evaluation vectors will be: its own (unlabelled, moved) vectors play the adaptation
+set (the centring mean from them, the PLDA adapted to them), and the candidates are rated on
+trials among them. So the rating sees the shift in the mean and in the total covariance; it
+cannot see how the covariance shift divides between speakers and within speakers (the map
+scales both alike), a shift that is not linear, or vectors scored later that differ from the
+adaptation set. The final model takes the mean and the adaptation from the real adaptation
+set.
 
 Domain statistics: ``domain_of`` gives the models.domain.TrainingDomain the model directory
 stores (training mean and within-speaker whitening of the raw training vectors; with an
@@ -66,6 +72,39 @@ def adapt_rows(num_vectors, limit, seed):
     rows = np.sort(np.random.RandomState(seed + 29).choice(num_vectors, int(limit),
                                                            replace=False))
     return rows, "a seeded subset of %d of %d vectors" % (limit, num_vectors)
+
+
+def coral_map(X, rows, A, adapt_rows, floor=1e-3):
+    """The affine map f(x) = m_a + C_a^(1/2) C_h^(-1/2) (x - m_h) that gives the vectors
+    X[rows] (a held-out fold) the mean m_a and total covariance C_a of the adaptation set
+    A[adapt_rows] (CORAL, Sun et al. 2016; symmetric square roots, eigenvalues below
+    ``floor`` x their mean raised to it, as models.domain does). Linear, so a speaker's
+    vectors stay together and a mean of vectors maps to the mean of the mapped ones.
+    Returns (m_h, M, m_a): f(x) = (x - m_h) M^T + m_a."""
+    def moments(T, r):
+        total = np.zeros(T.shape[1])
+        scatter = np.zeros((T.shape[1], T.shape[1]))
+        for start in range(0, r.size, 65536):
+            block = np.asarray(T[r[start:start + 65536]], dtype=np.float64)
+            total += block.sum(axis=0)
+            scatter += block.T @ block
+        mean = total / r.size
+        return mean, scatter / r.size - np.outer(mean, mean)
+
+    def power(C, p):
+        values, vectors = np.linalg.eigh(0.5 * (C + C.T))
+        values = np.maximum(values, floor * max(values.mean(), np.finfo(float).tiny))
+        return (vectors * values ** p) @ vectors.T
+
+    m_h, C_h = moments(X, np.asarray(rows))
+    m_a, C_a = moments(A, np.asarray(adapt_rows))
+    return m_h, power(C_a, 0.5) @ power(C_h, -0.5), m_a
+
+
+def apply_map(fmap, X):
+    """float32 f(X) of ``coral_map``'s (m_h, M, m_a)."""
+    m_h, M, m_a = fmap
+    return ((np.asarray(X, dtype=np.float64) - m_h) @ M.T + m_a).astype(np.float32)
 
 
 def check_adapt(A, dim):

@@ -214,6 +214,11 @@ class AutoBackend:
         self.n_features_in_ = X.shape[1]
         plan = make_plan(self, X, y, groups, members)
         plan.adapt = X_adapt
+        if X_adapt is not None:        # each held-out fold moved into the adaptation domain
+            rows, _ = auto_adapt.adapt_rows(X_adapt.shape[0], self.max_adapt_vectors,
+                                            self.random_state)
+            plan.fold_maps = [auto_adapt.coral_map(X, plan.adapt_rows(k), X_adapt, rows)
+                              for k in range(self.num_folds)]
         plan = CrossFit(self, plan)
         self.num_speakers_ = plan.num_speakers
         self.fold_of_vector_ = plan.fold_of_vector

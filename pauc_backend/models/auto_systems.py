@@ -70,7 +70,8 @@ SYSTEMS = (
     System("cosine_raw", "Cosine (raw vectors)", "raw", "dot",
            "cosine of the raw vectors (no mean, no LDA)"),
     System("cosine_centred", "Cosine (centred)", "lda", "dot",
-           "cosine of the vectors centred by the training mean, after the LDA"),
+           "cosine of the vectors centred by the training mean (with --adapt: the "
+           "adaptation set's), after the LDA"),
     System("plda", "PLDA", "latent", "plda",
            "Kaldi's PLDA on the centred, LDA-projected, length-normalised vectors"),
     System("dplda", "Discriminative PLDA", "latent", "dplda",
@@ -192,4 +193,4 @@ def trained_parameters(members, lda_dim, dim, num_speakers):
 
 def help_text():
     """One line per system for --help: 'key = Title: summary'."""
-    return "\n".join("  %-15s %s: %s" % (s.key, s.title, s.summary) for s in SYSTEMS)
+    return "\n".join("  %-18s %s: %s" % (s.key, s.title, s.summary) for s in SYSTEMS)

@@ -83,14 +83,14 @@ def data_digest(X, y, groups=None):
     return h.hexdigest()
 
 
-def run_digest(model, X, y, groups=None, adapted=False):
-    """{"options": ..., "options_digest": sha256 of them, "data_digest": ...}; ``adapted``:
-    whether an adaptation set is given (the folds then play it with their own vectors,
-    models.auto_adapt, so its content does not enter the folds' outputs)."""
+def run_digest(model, X, y, groups=None, X_adapt=None):
+    """{"options": ..., "options_digest": sha256 of them, "data_digest": ...}; with an
+    adaptation set (its statistics move the held-out folds, models.auto_adapt) its digest
+    is among the options."""
     model.check_params()
     options = model_options(model)
-    if adapted:
-        options["adapted"] = True
+    if X_adapt is not None:
+        options["adapt_digest"] = data_digest(X_adapt, np.zeros(len(X_adapt), np.int64))
     text = json.dumps(options, sort_keys=True)
     return {"options": options, "options_digest": hashlib.sha256(text.encode()).hexdigest(),
             "data_digest": data_digest(X, y, groups)}
@@ -359,7 +359,7 @@ def _previous(model, plan, fold_dir, stage, digest):
 
 def run_fold_job(model, X, y, groups, stage, folds, fold_dir, log=None, X_adapt=None):
     """Stage ``stage`` of the cross-fitting on ``folds`` (0-based), written to fold_dir."""
-    digest = run_digest(model, X, y, groups, X_adapt is not None)
+    digest = run_digest(model, X, y, groups, X_adapt)
     try:
         plan = model.prepare(X, y, groups, X_adapt)
         _previous(model, plan, fold_dir, stage, digest)
@@ -379,7 +379,7 @@ def run_fold_job(model, X, y, groups, stage, folds, fold_dir, log=None, X_adapt=
 
 def combine(model, X, y, groups, fold_dir, X_adapt=None):
     """AutoBackend.fit from the fold outputs in fold_dir: the same fitted model."""
-    digest = run_digest(model, X, y, groups, X_adapt is not None)
+    digest = run_digest(model, X, y, groups, X_adapt)
     try:
         plan = model.prepare(X, y, groups, X_adapt)
         _previous(model, plan, fold_dir, 4, digest)

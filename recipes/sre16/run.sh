@@ -233,7 +233,7 @@ if [ $stage -le 12 ] && [ $stop_stage -ge 12 ]; then
     "$enroll_lda $(prep_suffix lnorm)" "$test_lda $(prep_suffix lnorm)" \
     exp/scores/split$nj/sre16_eval/scores_cosine.JOB || exit 1
   merge_scores exp/scores/split$nj/sre16_eval exp/scores/sre16_eval_scores_cosine cosine || exit 1
-  report "Using Cosine" exp/scores/sre16_eval_scores_cosine || exit 1
+  report "Using $(system_label cosine)" exp/scores/sre16_eval_scores_cosine || exit 1
   for prep in $preps; do
     for loss in $losses; do
       system=${loss}_$prep

@@ -68,7 +68,10 @@ def test_default_candidates_with_adaptation_use_the_adapted_plda():
     assert "cosine_raw" in swapped and "plda_adapt+pauc_lnorm" in swapped
 
 
-def test_cross_fitting_adapts_each_fold_to_its_own_held_out_vectors(corpus):
+def test_cross_fitting_moves_each_held_out_fold_into_the_adaptation_domain(corpus):
+    """Each fold's pipeline is adapted to that fold's held-out vectors (unlabelled, none of
+    its training speakers' vectors), mapped to the adaptation set's mean and total
+    covariance (CORAL); the final model is adapted to the adaptation set itself."""
     X, y = _data(corpus)
     A = np.asarray(corpus.adapt.X, np.float32)
     seen = []
@@ -79,8 +82,7 @@ def test_cross_fitting_adapts_each_fold_to_its_own_held_out_vectors(corpus):
 
             class Recorder(type(pipe)):
                 def fit(inner, X, y, **kw):
-                    seen.append((set(np.asarray(y).tolist()), kw.get("adapt"),
-                                 kw.get("adapt_rows")))
+                    seen.append((np.asarray(y).size, kw.get("adapt"), kw.get("adapt_rows")))
                     return super().fit(X, y, **kw)
             pipe.__class__ = Recorder
             return pipe
@@ -88,14 +90,16 @@ def test_cross_fitting_adapts_each_fold_to_its_own_held_out_vectors(corpus):
     model = Spy(candidates=("plda_adapt", "cosine_centred"), lda_dims=(8,), num_folds=2,
                 metric_params=FAST).fit(X, y, X_adapt=A)
     folds = seen[:-1]
-    assert folds and all(adapt is X for _, adapt, _ in folds)
-    for train_speakers, _, rows in folds:
-        held = set(y[rows].tolist())
-        assert held and not held & train_speakers       # unlabelled held-out fold vectors
+    assert folds
+    A64 = A.astype(np.float64)
+    for num_train, adapt, _ in folds:
+        assert adapt.shape[0] == X.shape[0] - num_train        # the held-out fold's vectors
+        np.testing.assert_allclose(adapt.mean(axis=0), A64.mean(axis=0), atol=1e-3)
+        np.testing.assert_allclose(np.cov(adapt.T.astype(np.float64), bias=True),
+                                   np.cov(A64.T, bias=True), rtol=1e-3, atol=1e-3)
     _, final_adapt, final_rows = seen[-1]
     assert final_adapt.shape == A.shape and final_rows.size == A.shape[0]
-    np.testing.assert_allclose(model.pipeline_.mean_, A.astype(np.float64).mean(axis=0),
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(model.pipeline_.mean_, A64.mean(axis=0), rtol=1e-5, atol=1e-6)
     card = dict(line.split(" ", 1) for line in model.describe().splitlines())
     assert card["adapt_vectors"] == "all_%d_vectors" % A.shape[0]
     assert float(card["adapt_shift_raw_before"]) > 0.4       # the corpus' domain shift

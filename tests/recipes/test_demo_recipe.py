@@ -8,9 +8,10 @@ import pytest
 
 from conftest import REPO, tool_env
 
-SYSTEMS = ["Cosine", "TripletMetric (length-norm)", "pAUCMetric (length-norm)",
+SYSTEMS = ["Cosine (centred)", "TripletMetric (length-norm)", "pAUCMetric (length-norm)",
            "PLDA", "TripletMetric (PLDA latent)", "pAUCMetric (PLDA latent)",
-           "PLDA-adp", "TripletMetric (PLDA-adp latent)", "pAUCMetric (PLDA-adp latent)"]
+           "PLDA-adp", "TripletMetric (PLDA-adp latent)", "pAUCMetric (PLDA-adp latent)",
+           "pAUCMetric (auto)"]
 METRICS = ["EER(%)", "minDCF(0.01)", "pAUC[0,0.01]", "AUC", "AP(%)", "actDCF(0.01)", "Cllr"]
 
 

@@ -177,7 +177,7 @@ def test_sre16_echoes_equalised_cprimary_pooled_and_per_language(sre16):
 
 def test_sre16_new_back_ends_report_every_system(sre16):
     _, egs, stdout = sre16
-    for label in ("Cosine", "pAUCMetric (length-norm)", "pAUCMetric (PLDA latent)",
+    for label in ("Cosine (centred)", "pAUCMetric (length-norm)", "pAUCMetric (PLDA latent)",
                   "pAUCMetric (PLDA-adp latent)"):
         for metric in ("EER", "minDCF(p-target=0.01)", "pAUC[0,0.01]"):
             prefix = "Using %s, %s: " % (label, metric)
@@ -298,7 +298,8 @@ def test_sitw_echoes_eer_mindcf_pauc_and_calibration_of_every_system(sitw):
     assert lines[block + 2].startswith("minDCF(p-target=0.01): ")
     assert lines[block + 3].startswith("minDCF(p-target=0.001): ")
     assert lines[block + 4].startswith("pAUC[0,0.01]: ")
-    for label in ("PLDA", "Cosine", "pAUCMetric (length-norm)", "pAUCMetric (PLDA latent)"):
+    for label in ("PLDA", "Cosine (centred)", "pAUCMetric (length-norm)",
+                  "pAUCMetric (PLDA latent)"):
         for task in ("dev", "eval"):
             assert "%s, sitw_%s Core:" % (label, task) in lines
         calibrated = [l for l in lines if l.startswith(
@@ -443,7 +444,7 @@ def test_sre16_real_kaldi_reproduces_kaldi_and_its_evaluation(sre16_real, kaldi_
     env = dict(tool_env(), PATH=str(kaldi_root / "bin") + ":" + tool_env()["PATH"])
     for label, scores in (("Using Out-of-Domain PLDA", "sre16_eval_scores"),
                           ("Using Adapted PLDA", "sre16_eval_scores_adapt"),
-                          ("Using Cosine", "sre16_eval_scores_cosine")):
+                          ("Using Cosine (centred)", "sre16_eval_scores_cosine")):
         eers, dcfs = [], []
         for lang, trials in (("Pooled", "trials"), ("Tagalog", "trials_tgl"),
                              ("Cantonese", "trials_yue")):

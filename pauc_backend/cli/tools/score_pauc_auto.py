@@ -19,6 +19,10 @@ Vectors are RAW (as extracted). The enrollment side may be speaker means of raw 
 --num-utts then gives each speaker's count (as score-plda-trials). The trials file has lines
 <key1> <key2> [<target|nontarget>]; output lines are <key1> <key2> <score>; a trial with an
 unknown key is skipped with a warning.
+Domain check: the enrollment and test vectors are compared with the training statistics the
+model directory stores (their mean shift in training within-speaker standard deviations,
+models/domain.py); above 0.4 (the demo's out-of-domain vectors: 0.97; ETRI's and TIMIT's own
+evaluation vectors: 0.06 and 0.14) ONE WARNING names the remedy, train-pauc-auto --adapt.
 
 Usage: score-pauc-auto [options] <model-dir> <enroll-vector-rspecifier> <test-vector-rspecifier> <trials-rxfilename> <scores-wxfilename>
 e.g.: score-pauc-auto --num-utts=ark:exp/enroll_num_utts.ark exp/pauc_auto ark:exp/enroll_spk.ark scp:data/test/xvector.scp data/trials exp/scores/pauc_auto
