@@ -30,7 +30,9 @@ def table_rows(text):
 def demo(tmp_path_factory):
     out = tmp_path_factory.mktemp("demo")
     # From an unrelated working directory, writing under --dir.
-    proc = subprocess.run(["bash", str(REPO / "recipes/demo/run.sh"), "--dir", "work"],
+    # pAUCMetric (auto) in a quick setting (the plumbing; the README's row is the default's)
+    proc = subprocess.run(["bash", str(REPO / "recipes/demo/run.sh"), "--dir", "work",
+                           "--auto-opts", "--num-folds=3 --lda-dims=none --num-iters=60"],
                           cwd=out, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           env=tool_env(), timeout=900)
     assert proc.returncode == 0, proc.stdout.decode() + proc.stderr.decode()
@@ -56,7 +58,7 @@ def test_demo_writes_det_and_roc_plots_and_kaldi_style_outputs(demo):
         data = (work / "exp" / plot).read_bytes()
         assert data.startswith(b"\x89PNG") and len(data) > 10000
     trials = (work / "data/trials").read_text().splitlines()
-    for system in ("cosine", "plda", "plda_adapt", "pauc_plda", "triplet_lnorm"):
+    for system in ("cosine", "plda", "plda_adapt", "pauc_plda", "triplet_lnorm", "pauc_auto"):
         scores = (work / "exp/scores" / system).read_text().splitlines()
         assert [s.split()[:2] for s in scores] == [t.split()[:2] for t in trials]
         calibrated = (work / "exp/calibrated" / system).read_text().splitlines()
@@ -71,3 +73,15 @@ def test_demo_prints_every_stage_with_its_elapsed_time_and_where_logs_go(demo):
         assert re.search(r"run\.sh: stage %d: \S" % stage, stdout), stage
         assert re.search(r"run\.sh: stage %d done in (\d+ s|\d+:\d\d) \(total (\d+ s|\d+:\d\d)\)"
                          % stage, stdout), stage
+
+
+def test_demo_auto_row_is_trained_with_the_adapt_set(demo):
+    """Issue 28: the pAUCMetric (auto) row is trained with --adapt=<the demo's adapt/ set>;
+    its system.txt says what the adaptation set changed, and its scoring finds the test
+    vectors in its (adapted) domain: no WARNING."""
+    work, _ = demo
+    card = (work / "exp/pauc_auto/system.txt").read_text()
+    num_adapt = len((work / "data/adapt/xvector.scp").read_text().splitlines())
+    assert "adapt_vectors all_%d_vectors\n" % num_adapt in card
+    log = (work / "exp/log/score_pauc_auto.log").read_text()
+    assert "WARNING" not in log and "Domain check: their mean lies " in log
