@@ -29,11 +29,16 @@ inside ``ark:... |``: those stream in the io-stream branch). A watchdog kills a 
 processes together exceed --max-rss-gb (default 6). The date and `uptime` load
 are printed before and after; at load above the 2 cores, figures are upper bounds.
 
-Usage: nice python benchmarks/bench_paper_scale.py [--data DIR] [--workdir DIR] [--keep]
-         [--kaldi-root DIR] [--metric] [--auto] [--auto-args "..."] [--auto-bin DIR]
-         [--only lda,plda] [--max-rss-gb 6]
---data DIR: reuse the corpus there if DIR/READY exists, else write it there (default: a
-temporary folder, deleted unless --keep). --small: a corpus of a tenth of the size (test run).
+--scale=voxceleb: the training set of Kaldi's egs/voxceleb/v2 instead (1,277,503 x 512 vectors
+of 7,351 speakers, 8-340 each; 2.6 GB; see paper_corpus.VOXCELEB_SHAPE), same evaluation part.
+
+Usage: nice python benchmarks/bench_paper_scale.py [--scale paper|voxceleb] [--data DIR]
+         [--workdir DIR] [--keep] [--kaldi-root DIR] [--metric] [--auto] [--auto-args "..."]
+         [--auto-bin DIR] [--only lda,plda] [--max-rss-gb 6]
+--data DIR: reuse the corpus there if DIR/READY names the same shape, else write it there
+(default: a temporary folder, deleted unless --keep). --small: a corpus of a tenth of the
+size (test run). E.g. the VoxCeleb shape, its corpus kept for later runs:
+    nice python benchmarks/bench_paper_scale.py --scale=voxceleb --data=/work/bench-data/voxceleb
 """
 
 import argparse
@@ -51,7 +56,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, REPO)
 sys.path.insert(0, HERE)
-from paper_corpus import write_paper_corpus  # noqa: E402
+from paper_corpus import VOXCELEB_SHAPE, write_paper_corpus  # noqa: E402
 
 KALDI_DEFAULT = os.environ.get("PAUC_KALDI_ROOT") or "/root/.cache/pauc-backend/kaldi-ref"
 TIME = "/usr/bin/time"
@@ -219,6 +224,7 @@ def main():
     parser.add_argument("--workdir", default=None)
     parser.add_argument("--keep", action="store_true")
     parser.add_argument("--small", action="store_true")
+    parser.add_argument("--scale", choices=("paper", "voxceleb"), default="paper")
     parser.add_argument("--kaldi-root", default=KALDI_DEFAULT)
     parser.add_argument("--metric", action="store_true")
     parser.add_argument("--auto", action="store_true")
@@ -239,14 +245,24 @@ def main():
     print("start %s UTC; uptime load %s; %d cores" % (
         datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M"), load(), os.cpu_count()))
     try:
-        if not os.path.exists(os.path.join(data, "READY")):
-            shape = dict(num_speakers=736, num_vectors=20000) if args.small else {}
+        shape = dict(VOXCELEB_SHAPE) if args.scale == "voxceleb" else {}
+        if args.small:
+            shape.update(num_speakers=shape.get("num_speakers", 7363) // 10,
+                         num_vectors=shape.get("num_vectors", 200000) // 10)
+        ready = os.path.join(data, "READY")
+        wanted = "%s %s\n" % (args.scale, sorted(shape.items()))
+        # an empty READY: a paper-shaped corpus written before the shape was recorded
+        accepted = (wanted, "") if args.scale == "paper" and not args.small else (wanted,)
+        if not os.path.exists(ready) or open(ready).read() not in accepted:
+            if os.path.exists(ready):
+                os.remove(ready)
             start = time.time()
             sizes = write_paper_corpus(data, **shape)
-            open(os.path.join(data, "READY"), "w").close()
+            with open(ready, "w") as out:
+                out.write(wanted)
             print("generated %s in %.0f s in %s" % (sizes, time.time() - start, data))
         else:
-            print("reusing the corpus in %s" % data)
+            print("reusing the %s corpus in %s" % (args.scale, data))
         steps = [(n, o, k) for n, o, k in CHAIN]
         if args.metric:
             steps.append(METRIC)

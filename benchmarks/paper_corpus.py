@@ -29,6 +29,12 @@ from pauc_backend.datasets import _factor, _heavy_tailed_noise, random_rotation
 
 SHAPE = dict(num_speakers=7363, num_vectors=200000, utts_range=(13, 40), dim=512,
              num_eval_speakers=250, num_test=2900)
+# Kaldi's egs/voxceleb/v2 trains LDA and PLDA on 1,277,503 x-vectors of 7,351 speakers (its
+# train list): the same model at that size, 8-340 vectors per speaker (uniform: mean ~174, as
+# there), the same evaluation part; 2.6 GB of float32 training vectors, written 64 speakers
+# (~11,000 vectors, ~45 MB of float64) at a time.
+VOXCELEB_SHAPE = dict(num_speakers=7351, num_vectors=1277503, utts_range=(8, 340),
+                      block_speakers=64)
 HEAD = b" \0BFV \x04"
 
 

@@ -14,12 +14,14 @@ done, so it is an estimate that steadies as the pass goes on.
 
 Forked workers: the lock that serialises the lines is held across ``fork`` (os.register_at_fork)
 and renewed in the child, so a child never inherits it taken; the child starts its own
-watchdog at its first note (threads do not survive a fork). Each line is one ``log`` call, i.e.
+watchdog at its first note (threads do not survive a fork). The watchdog thread blocks
+every signal: signals reach the main thread, where Python handles them. Each line is one ``log`` call, i.e.
 one write of a whole short line to the (line-buffered) stream, so the lines of processes that
 share a log file never interleave mid-line.
 """
 
 import os
+import signal
 import threading
 import time
 
@@ -138,7 +140,16 @@ class Heartbeat:
         self._stop, self._owner = stop, os.getpid()
         thread = threading.Thread(target=self._watch, args=(stop,), daemon=True,
                                   name="heartbeat")
-        thread.start()
+        # The thread blocks every signal (it inherits the mask it is started with), so the
+        # kernel gives a signal to the main thread, the one where Python runs the handlers
+        # and whose blocking waits a signal must interrupt. A SIGTERM that the kernel gave
+        # to this thread left a pool worker blocked for ever on its queue's lock (its
+        # handler pending, the main thread never woken) under a parent waiting for it.
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+        try:
+            thread.start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
     def _watch(self, stop):
         delay = self.interval

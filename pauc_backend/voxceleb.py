@@ -5,9 +5,28 @@ Keys follow Kaldi's egs/voxceleb/v2 (local/make_voxceleb1_v2.pl): the path
 recording and segment joined by ``-``, the extension dropped), and label 1 is ``target``.
 """
 
+import re
+
 from pauc_backend.errors import KaldiError
 
 LABELS = {"1": "target", "0": "nontarget", "target": "target", "nontarget": "nontarget"}
+_WHITESPACE = re.compile(r"[ \t\n\v\f\r]+")    # Kaldi splits on ASCII whitespace only
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")        # never in a Kaldi key (IsToken)
+
+
+def _show(text, limit=200):
+    """``text`` for a message: as is when printable, else its repr (a NUL stays visible)."""
+    text = text[:limit]
+    return text if text.isprintable() else repr(text)
+
+
+def split_lines(text):
+    """The lines of a list as Kaldi reads them: split at ``\n`` only (not at the other line
+    breaks of Unicode), a final newline ending the last line."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
 
 
 def utterance_key(path):
@@ -29,16 +48,23 @@ def convert_trials(lines, name="the list"):
     listed twice."""
     seen = {}
     for number, line in enumerate(lines, 1):
-        fields = line.split()
+        fields = [field for field in _WHITESPACE.split(line) if field]
         if len(fields) != 3:
             raise KaldiError("Line %d of %s has %d fields; expected '1|0 <path> <path>': %s"
-                             % (number, name, len(fields), line.strip()[:200]))
+                             % (number, name, len(fields), _show(line.strip())))
         label = LABELS.get(fields[0])
+        if label is None and fields[2] in LABELS:
+            raise KaldiError(_kaldi_form(number, name, fields))
         if label is None:
-            raise KaldiError("Line %d of %s: label '%s' is not 1 or 0" % (number, name,
-                                                                          fields[0]))
+            raise KaldiError("Line %d of %s: label %s is not 1 or 0" % (
+                number, name, _show("'%s'" % fields[0])))
         keys = []
         for path in fields[1:]:
+            control = _CONTROL.search(path)
+            if control:
+                raise KaldiError("Line %d of %s: path %s contains the control character %r, "
+                                 "which a Kaldi key cannot hold; fix the list" % (
+                                     number, name, repr(path[:200]), control.group()))
             key = utterance_key(path)
             if key is None:
                 raise KaldiError("Line %d of %s: path '%s' is not <speaker>/<recording>/"
@@ -51,3 +77,15 @@ def convert_trials(lines, name="the list"):
         seen[pair] = number
         speakers = [path.replace("\\", "/").split("/")[-3] for path in fields[1:]]
         yield keys[0], keys[1], label, speakers[0], speakers[1]
+
+
+def _kaldi_form(number, name, fields):
+    """The message for a line with its label last: Kaldi trials already, or paths in the
+    wrong order."""
+    where = "Line %d of %s (%s) has its label last, as Kaldi's trials (<enroll> <test> " \
+        "target|nontarget) do, where a VoxCeleb list has it first ('1|0 <path> <path>')" % (
+            number, name, _show(" ".join(fields)))
+    if all(utterance_key(field) is not None and "/" in field for field in fields[:2]):
+        return where + ": put the label first (awk '{print $3, $1, $2}') and convert again"
+    return (where + ": the file needs no conversion; give it to the scorers and "
+            "compute-eer-pauc as the trials file as it is")

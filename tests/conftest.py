@@ -12,6 +12,11 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
+# The one helper for missing prerequisites (skip; a failure under CI=true) and the CI=true hooks
+# that fail the run on any skip (tests/prerequisites.py); hooks count only when named here.
+from prerequisites import (in_ci, missing, need, need_module, need_program,  # noqa: F401
+                           pytest_runtest_makereport, pytest_sessionfinish)
+
 # The suite must give the same verdict on every run and under any machine load: property tests
 # draw a fixed sequence of examples (derandomize) and have no time limits. Explore with fresh
 # random examples by hand: python -m pytest --hypothesis-profile=explore
@@ -54,15 +59,12 @@ def run_shell(command, cwd=None, input=None):
 
 @pytest.fixture
 def golden():
-    if not GOLDEN.is_dir():
-        pytest.skip("../shared/golden is not beside the checkout")
-    return GOLDEN
+    return need(GOLDEN)
 
 
 @pytest.fixture
 def etri():
-    if not (ETRI / "trials").is_file():
-        pytest.skip("../shared/realdata/etri is not beside the checkout")
+    need(ETRI / "trials")
     return ETRI
 
 

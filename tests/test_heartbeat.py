@@ -97,3 +97,26 @@ def test_a_forked_child_logs_through_its_own_watchdog():
 def test_durations_read_like_a_clock():
     assert [format_duration(s) for s in (0, 12.4, 65, 3725)] == ["0s", "12s", "1m05s",
                                                                  "1h02m05s"]
+
+
+def test_the_watchdog_thread_blocks_every_signal_so_signals_reach_the_main_thread():
+    """A process-directed signal goes to any thread that does not block it; Python runs the
+    handler only in the main thread, and only a signal given to the main thread interrupts
+    its blocking wait. A pool worker whose SIGTERM went to its watchdog stayed blocked on
+    its queue's lock for ever (the handler pending). The thread's mask, read from /proc."""
+    import signal
+    lines = []
+    hb = Heartbeat(lines.append, interval=3600)
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    hb.note(where="x")                                    # starts the watchdog
+    try:
+        watchdog = [t for t in threading.enumerate() if t.name == "heartbeat"]
+        assert len(watchdog) == 1
+        with open("/proc/self/task/%d/status" % watchdog[0].native_id) as f:
+            blocked = int(next(l for l in f if l.startswith("SigBlk:")).split()[1], 16)
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            assert blocked & (1 << (signum - 1)), (signum, hex(blocked))
+        # the thread that started it keeps its own mask
+        assert signal.pthread_sigmask(signal.SIG_BLOCK, []) == before
+    finally:
+        hb.close()

@@ -56,7 +56,29 @@ def read_record(cur, holder):
     elif sep != b"\n":
         raise cur.error("Invalid archive: expected space after key, got %s" % (
             "end of input" if not sep else repr(sep)))
-    return key, holder.read(cur), key_pos
+    value_pos = cur.pos
+    try:
+        return key, holder.read(cur), key_pos
+    except KaldiError as err:
+        hint = _script_hint(data, value_pos, key, cur.name)
+        if not hint:
+            raise
+        raise KaldiError("%s%s" % (err, hint)) from None
+
+
+_SCRIPT_TARGET = re.compile(rb"[^ \t\n\v\f\r]+:[0-9]+(\[[^\]]*\])?\Z")
+
+
+def _script_hint(data, pos, key, name):
+    """When the bad record's line reads like a script entry (``<key> <file>:<offset>`` or
+    ``<key> <command> |``), the hint to read the file as ``scp:``; else ''."""
+    end = data.find(b"\n", pos, pos + 4096)
+    line = bytes(data[pos:end if end >= 0 else pos + 4096]).strip()
+    if not (_SCRIPT_TARGET.match(line) or (line.endswith(b"|") and len(line) > 1)):
+        return ""
+    return ("; this is a script file (lines <key> <rxfilename>, e.g. '%s %s'), not an archive: "
+            "read it as scp:%s, not ark:" % (key, codec.show(line, 80),
+                                             streams.printable(name)))
 
 
 def iter_archive(data, start, name, holder, permissive=False, base=0):

@@ -72,9 +72,20 @@ def _labels(chunk, index):
         label = chunk.token(index, bad[0])
         line = chunk.first_line + int(bad[0])
         raise KaldiError("Bad label '%s' on line %d of %s %s (line %d: label '%s' is neither "
-                         "target nor nontarget, nor 1 or 0)" % (
-                             label, line, chunk.what, streams.printable(chunk.rx), line, label))
+                         "target nor nontarget, nor 1 or 0)%s" % (
+                             label, line, chunk.what, streams.printable(chunk.rx), line, label,
+                             _swapped_hint(label) if line == 1 else ""))
     return is_target.astype(np.uint64)
+
+
+def _swapped_hint(label):
+    """A number where the first label belongs: a scores file given as the trials."""
+    try:
+        float(label)
+    except ValueError:
+        return ""
+    return (": a score, so this is a scores file: are the scores and the trials arguments "
+            "swapped? The trials file has lines <key1> <key2> target|nontarget")
 
 
 def _lines_of(rx, what, pair, num_fields):

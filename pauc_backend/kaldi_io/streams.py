@@ -6,30 +6,23 @@ never leaves a half-written output behind.
 """
 
 import contextlib
+import errno
 import io
 import mmap
 import os
 import signal
 import subprocess
 import sys
-import tempfile
 
 from pauc_backend.errors import KaldiError
-from pauc_backend.kaldi_io.commit import (clean_stale_outputs, commit_outputs, durable_outputs,
-                                          finish_interrupted_commit, tmp_prefix)
+from pauc_backend.kaldi_io import output_locks
+from pauc_backend.kaldi_io.commit import (claim_outputs, clean_stale_outputs, commit_outputs,
+                                          create_temp_file, durable_outputs,
+                                          finish_interrupted_commit)
 from pauc_backend.process import child_environment
 
 CHUNK_BYTES = 1 << 22  # the size of one read from a pipe or file
 _CHUNK = CHUNK_BYTES
-
-
-def _current_umask():
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-_UMASK = _current_umask()
 
 
 def _offset_split(name):
@@ -105,13 +98,23 @@ def classify_wxfilename(wx):
 def check_writable(wx, directory=False):
     """Fail now, before any work, if the output ``wx`` (a wxfilename, or with ``directory`` a
     directory to be created or replaced) could not be written: its folder is missing, is not a
-    folder, or is not writable; a file output that names an existing directory. Pipes and
-    standard output are not checked (an output pipe's command runs only when it is opened).
-    Kaldi finds these only when it opens the output, after the work; we look first, so a
-    typo costs no EM iterations."""
+    folder, or is not writable; a file output that names an existing directory; another run
+    is writing the file. Inside a tool's run a file output is then locked to the end of the
+    run (``commit.claim_outputs``; a directory is locked while it is written, as fold jobs
+    share theirs). Pipes and standard output are not checked (an output pipe's command runs
+    only when it is opened). Kaldi finds these only when it opens the output, after the
+    work; we look first, so a typo costs no EM iterations."""
+    path = _checked_target(wx, directory)
+    if path is not None and not directory:
+        claim_outputs([path])
+
+
+def _checked_target(wx, directory):
+    """The real path of the file or directory output ``wx`` to lock once it is checked (None:
+    a pipe, standard output or a special file, which are not locked)."""
     kind, what = classify_wxfilename(wx) if not directory else ("file", os.fspath(wx))
     if kind != "file":
-        return
+        return None
     path = os.path.realpath(what)
     if not directory and os.path.isdir(path):
         raise KaldiError("Cannot write '%s': it is a directory" % wx)
@@ -122,18 +125,32 @@ def check_writable(wx, directory=False):
         raise KaldiError("Cannot write '%s': the directory '%s' %s" % (wx, shown, what_is))
     if not os.access(folder, os.W_OK | os.X_OK):
         raise KaldiError("Cannot write '%s': the directory '%s' is not writable" % (wx, shown))
+    if not directory and os.path.exists(path) and not os.path.isfile(path):
+        return None                      # /dev/null, a FIFO: written in place, not locked
+    return path
 
 
 def check_output(specifier):
     """``check_writable`` for a wspecifier's archive and script files, or for a wxfilename."""
+    check_outputs([specifier])
+
+
+def check_outputs(specifiers):
+    """``check_output`` for several outputs (wspecifiers or wxfilenames), all checked first,
+    then claimed together in a fixed order (so of two runs that want some of the same outputs,
+    one goes on)."""
     from pauc_backend.kaldi_io.specifiers import classify_wspecifier
-    spec = classify_wspecifier(specifier)
-    if spec is None:
-        check_writable(specifier)
-        return
-    for part in (spec.ark, spec.scp if spec.kind == "ark,scp" else None):
-        if part is not None:
-            check_writable(part)
+    paths = []
+    for specifier in specifiers:
+        spec = classify_wspecifier(specifier)
+        parts = [specifier] if spec is None else \
+            [spec.ark, spec.scp if spec.kind == "ark,scp" else None]
+        for part in parts:
+            if part is not None:
+                path = _checked_target(part, False)
+                if path is not None:
+                    paths.append(path)
+    claim_outputs(paths)
 
 
 def printable(name):
@@ -341,9 +358,10 @@ def open_input(rx):
 class OutputHandle:
     """An open wxfilename: ``stream`` to write to, then ``commit()`` or ``abort()``.
 
-    Plain files are written to a temporary file in the same directory (``.<name>.pauc-<pid>-*.tmp``)
-    and put in place by ``commit()`` (now, or with every other output of the run when an
-    ``output_group`` is open; see "Committing" below); special files (``/dev/null``, FIFOs) are
+    Plain files are locked (``output_locks``) and written to a temporary file in the same
+    directory (``.<name>.pauc-<pid>@<host>-*.tmp``), put in place by ``commit()`` (now, or
+    with every other output of the run when an ``output_group`` is open; see
+    ``kaldi_io/commit.py``) and unlocked then; special files (``/dev/null``, FIFOs) are
     written in place; ``| cmd`` is checked on commit.
     """
 
@@ -352,7 +370,10 @@ class OutputHandle:
         self.kind, what = classify_wxfilename(wx)
         self._tmp = None
         self._proc = None
+        self._lock = []
         self.in_place = False   # the target has other hard links: its inode is rewritten
+        self.inode = None       # (device, inode) of the target that is rewritten in place
+        self.journaled = False  # its commit's journal is complete: the next open finishes it
         self.script_of = None   # the archive handle this script's lines point into (ark,scp)
         self.bytes_written = 0
         if self.kind == "stdout":
@@ -372,28 +393,46 @@ class OutputHandle:
                 except OSError as err:
                     raise _open_failed(wx, err, "writing") from None
                 return
-            clean_stale_outputs(self.path)
-            directory = os.path.dirname(self.path) or "."
             try:
-                fd, self._tmp = tempfile.mkstemp(
-                    prefix=tmp_prefix(self.path) + "%d-" % os.getpid(), suffix=".tmp",
-                    dir=directory)
+                self._lock = output_locks.acquire([self.path])
             except OSError as err:
-                raise _open_failed(wx, err, "writing") from None
-            mode = 0o666 & ~_UMASK
+                if err.errno in (errno.ENOENT, errno.ENOTDIR, errno.EACCES, errno.EROFS):
+                    raise _open_failed(wx, err, "writing") from None   # the folder's fault
+                raise KaldiError("Failed to open '%s' for writing: cannot open its lock file "
+                                 "'%s': %s" % (wx, err.filename, err.strerror or err)) \
+                    from None
+            try:
+                self._open_temp(wx)
+            except BaseException:
+                self.release()
+                raise
+
+    def _open_temp(self, wx):
+        """After the lock: finish or clean what a killed run left, open the temp file."""
+        clean_stale_outputs(self.path)
+        try:
+            fd, self._tmp = create_temp_file(self.path)
+        except OSError as err:
+            raise _open_failed(wx, err, "writing") from None
+        try:
             try:
                 old = os.stat(self.path)
             except OSError:
                 old = None
             if old is not None:   # the replaced file's permissions (and group) carry over
-                mode = old.st_mode & 0o7777
                 self.in_place = old.st_nlink > 1
+                self.inode = (old.st_dev, old.st_ino)
                 try:
                     os.fchown(fd, -1, old.st_gid)
                 except OSError:
                     pass
-            os.fchmod(fd, mode)
+                os.fchmod(fd, old.st_mode & 0o7777)
             self.stream = os.fdopen(fd, "wb", buffering=_CHUNK)
+        except BaseException:
+            os.close(fd)
+            os.unlink(self._tmp)
+            self._tmp = None
+            raise
 
     def write(self, data):
         """Write all of ``data``: a buffered pipe writer may accept only part of it when the
@@ -495,12 +534,35 @@ class OutputHandle:
             pass
         if self._proc is not None:
             self._proc.wait()
-        if self._tmp is not None:
+        if self._tmp is not None and not self.journaled:
             try:
                 os.unlink(self._tmp)
             except OSError:
                 pass
-            self._tmp = None
+        self._tmp = None
+        self.release()
+
+    def release(self):
+        """Unlock the output (after its commit or abort)."""
+        lock, self._lock = self._lock, []
+        output_locks.release(lock)
+
+
+def open_outputs(wxs):
+    """``OutputHandle``s of the wxfilenames ``wxs``, in that order, opened (so locked) in the
+    order of their real paths, as ``check_outputs`` claims them; all or none."""
+    def order(i):
+        kind, what = classify_wxfilename(wxs[i])
+        return os.path.realpath(what) if kind == "file" else ""
+    handles = {}
+    try:
+        for i in sorted(range(len(wxs)), key=order):
+            handles[i] = OutputHandle(wxs[i])
+    except BaseException:
+        for handle in handles.values():
+            handle.abort()
+        raise
+    return [handles[i] for i in range(len(wxs))]
 
 
 @contextlib.contextmanager

@@ -182,7 +182,43 @@ def read_vector_table(rspecifier, ragged=False):
                 pass
 
 
+def _canonical_token_table(rspecifier):
+    """``{key: token}`` of a token table in a plain file whose every line is exactly
+    ``key token\n`` (one space; the form of utt2spk files), checked with numpy and split in
+    one go (1.28 M lines: ~1 s, against ~4 s record by record); None for anything else
+    (other whitespace or controls, other sources, invalid UTF-8, duplicates), which the record
+    parser then reads or rejects with its own message."""
+    spec = parse_rspecifier(rspecifier)
+    if spec.kind != "ark" or spec.permissive or \
+            streams.classify_rxfilename(spec.filename)[0] != "file":
+        return None
+    try:
+        with open(spec.filename, "rb") as stream:
+            data = stream.read()
+    except OSError:
+        return None
+    if not data.endswith(b"\n"):
+        return None
+    codes = np.frombuffer(data, np.uint8)
+    ends = np.flatnonzero(codes == 10)
+    spaces = np.flatnonzero(codes == 32)
+    starts = np.concatenate([[0], ends[:-1] + 1])
+    if (spaces.size != ends.size or ((codes < 32) | (codes == 127)).sum() != ends.size
+            or not ((spaces > starts) & (spaces < ends - 1)).all()):
+        return None
+    try:
+        tokens = data.decode("utf-8").replace("\n", " ").split(" ")
+    except UnicodeDecodeError:
+        return None
+    table = dict(zip(tokens[0:-1:2], tokens[1::2]))
+    return table if len(table) == ends.size else None
+
+
 def _read_dict(rspecifier, holder):
+    if holder == "token":
+        table = _canonical_token_table(rspecifier)
+        if table is not None:
+            return table
     table = {}
     for key, value in SequentialTableReader(rspecifier, holder):
         if key in table:
@@ -230,15 +266,12 @@ class TableWriter:
             keys, targets = read_script(self.spec.scp)
             self._targets = dict(zip(keys, targets))
             return
-        self._ark = streams.OutputHandle(self.spec.ark)
         if self.spec.kind == "ark,scp":
-            try:
-                self._scp = streams.OutputHandle(self.spec.scp)
-            except BaseException:
-                self._ark.abort()
-                raise
+            self._ark, self._scp = streams.open_outputs([self.spec.ark, self.spec.scp])
             self._scp.script_of = self._ark
             self._ark_name = self.spec.ark.encode()
+        else:
+            self._ark = streams.OutputHandle(self.spec.ark)
 
     def write(self, key, value):
         check_token(key)

@@ -341,6 +341,7 @@ def _fv_rows_at(paths, offsets, handles):
         if streams.classify_rxfilename(path)[0] != "file":
             return None
         if path not in handles:
+            streams.finish_interrupted_commit(path)
             handles[path] = os.open(path, os.O_RDONLY)
         fd = handles[path]
         head = _read_span(fd, int(offsets[0]), 10)

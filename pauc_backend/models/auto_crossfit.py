@@ -85,8 +85,12 @@ class CrossFit:
             results = (fold_task(est, self, work, dim, k,
                                  est.task_progress(dim, k, i, len(tasks)))
                        for i, (dim, k) in enumerate(tasks))
-        for task, result in zip(tasks, results):
-            yield (task,) + tuple(result)
+        # every result is drawn, the last one too: the pool's iterator must run to its end,
+        # where the pool is closed and joined (zip(tasks, results) left it suspended after
+        # the last task, so the pool was terminated when the iterator was collected: a
+        # SIGTERM to idle workers in every run)
+        for i, result in enumerate(results):
+            yield (tasks[i],) + tuple(result)
         if hb is not None:
             hb.idle()
 
@@ -234,9 +238,13 @@ class CrossFit:
                  "cross-fit")
         est._log("Screening: " + line)
         est.crossfit_.append("screening " + line)
+        # dimension-free systems (raw cosine) are not screened: the other folds complete them
+        free = tuple(m for m in self.needed if dim_free((m,))
+                     and not self.store.has_figures(screen.dims[0], m))
+        dims = sorted({r["score_dim"] for r in promoted}) or list(screen.dims[:1] if free
+                                                                 else ())
         lambdas = None if est.dplda_lambda_ is None else (est.dplda_lambda_,)
-        return promoted_stage(est, self, names, sorted({r["score_dim"] for r in promoted}),
-                              lambdas)
+        return promoted_stage(est, self, names, dims, lambdas, free)
 
     def recompute(self, dim, members):
         """The held-out scores of ``members`` at ``dim`` when the store released them (a

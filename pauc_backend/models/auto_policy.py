@@ -234,11 +234,14 @@ def second_stage(est, plan, dim):
                  frozenset(systems) | _free_in_fusions(plan))
 
 
-def promoted_stage(est, plan, promoted, dims, lambdas):
-    """The systems of the ``promoted`` candidates on the folds they were not screened on."""
+def promoted_stage(est, plan, promoted, dims, lambdas, free=()):
+    """The systems of the ``promoted`` candidates on the folds they were not screened on,
+    with the dimension-free systems ``free`` (raw cosine: no training, scored once, so never
+    screened out; without them a dimension-free candidate, or a promoted fusion with one,
+    would lack the other folds) at the first of ``dims``."""
     screened = set(screen_folds(est.num_folds, est.screen_factor) or ())
-    systems = tuple(dict.fromkeys(m for name in promoted for m in plan.members[name]
-                                  if not dim_free((m,))))
+    systems = tuple(dict.fromkeys([m for name in promoted for m in plan.members[name]
+                                   if not dim_free((m,))] + list(free)))
     return Stage("promoted candidates on the other folds", list(dims) if systems else [],
                  systems, tuple(k for k in range(est.num_folds) if k not in screened),
                  frozenset(systems), lambdas)

@@ -2,7 +2,10 @@
 
 Mirrors ``ComputeAndSubtractMean`` + ``ComputeLdaTransform`` of
 ``ivectorbin/ivector-compute-lda.cc``: the statistics and eigen-decompositions are in double, the
-mean and the output matrix in float32.
+mean and the output matrix in float32. Kaldi holds every vector to subtract the mean (as float)
+before accumulating; here the statistics are accumulated as the vectors stream in
+(``ClassStats``, about a reference point, in double) and centred afterwards, so no table is
+held: the scatter differs from Kaldi's by the float32 rounding of Kaldi's centred vectors.
 Eigenvectors are only defined up to sign, so each row of ``components_`` may have the opposite sign
 to Kaldi's (whose own QR picks it arbitrarily); projections then differ only in those signs.
 """
@@ -10,8 +13,13 @@ to Kaldi's (whose own QR picks it arbitrarily); projections then differ only in 
 import numpy as np
 
 from pauc_backend.models import blocked
+from pauc_backend.models.class_stats import ClassStats
 from pauc_backend.models.kaldi_math import apply_pow
 from pauc_backend.models.preprocessing import apply_affine, vector_sum
+
+# A covariance below this fraction of the total is rounding: every vector (of each speaker)
+# is the same (a double difference of equal sums leaves ~1e-16 of them).
+_ZERO_SCATTER = 1e-13
 
 
 class LDA:
@@ -32,8 +40,11 @@ class LDA:
 
         ``rows`` (optional): the rows of X to use, in this order (``y`` then labels those
         rows), so that a selection or reordering of a large table needs no copy of it. X is
-        never copied whole when it is float32 (as read): the mean and the scatter matrices
-        are accumulated in double from blocks of rows (see ``_scatter_matrices``).
+        never copied whole when it is float32 (else it is rounded to a float32 copy, Kaldi's
+        BaseFloat). Kaldi's order: the mean (in double, row after row), then the vectors
+        centred in float and accumulated in double a block of rows at a time
+        (``ClassStats.add_table``). ``fit_stats`` learns the same from statistics streamed
+        in one pass.
 
         Sets ``mean_`` (float32, the utterance mean), ``components_`` (dim, D; float64, rows by
         decreasing between-class eigenvalue), ``affine_matrix_`` (float32 ``[A | -A m]``, Kaldi's
@@ -44,31 +55,62 @@ class LDA:
         if X.ndim != 2:
             raise ValueError("LDA.fit: X must be 2-D (one vector per row), got shape %s"
                              % (X.shape,))
-        X = np.ascontiguousarray(X, dtype=np.float32)
+        X = np.ascontiguousarray(X, dtype=np.float32)  # Kaldi's vectors (no copy if float32)
         if rows is not None:
             rows = np.asarray(rows, dtype=np.intp)
         y = np.asarray(y)
-        num_utts, dim_in = blocked.num_rows(X, rows), X.shape[1]
+        num_utts = blocked.num_rows(X, rows)
         if y.shape != (num_utts,):
             raise ValueError("LDA.fit: y must have one label per row of X (%d), got shape %s"
                              % (num_utts, y.shape))
         if num_utts == 0:
             raise ValueError("Did not read any utterances.")
+        self._check_params(X.shape[1])
+        _, speaker_of = np.unique(y, return_inverse=True)
         bad = blocked.first_nonfinite(X, rows)
         if bad is not None:
             raise ValueError("LDA.fit: row %d of X contains NaN or infinity"
                              % (bad if rows is None else rows[bad]))
+        mean = _mean(X, rows, num_utts)
+        stats = ClassStats().add_table(X, speaker_of.reshape(-1), rows, centre=mean)
+        return self.fit_stats(stats, centre=mean)
+
+    def _check_params(self, dim_in):
         if not 0 < self.dim <= dim_in:
             raise ValueError("LDA dimension --dim=%d must be in 1..%d (the vector dimension)"
                              % (self.dim, dim_in))
         if not self.covariance_floor >= 0.0:
             raise ValueError("--covariance-floor must be >= 0, got %g" % self.covariance_floor)
+
+    def fit_stats(self, stats, centre=None):
+        """Learn the transform from accumulated statistics (a ``ClassStats`` whose classes are
+        the speakers), as ComputeLdaTransform does from CovarianceStats; returns self. The
+        vectors themselves are not needed: stream them through ``ClassStats.add``.
+
+        ``centre`` (float32, optional): the mean the vectors were centred on (in float, as
+        Kaldi's ComputeAndSubtractMean does) before they were added, which makes a second pass
+        over the data (``fit`` does this in memory, train-lda over a spool file). Without it
+        (one pass), the statistics are centred in double afterwards: the result then differs
+        from Kaldi's by the float rounding of Kaldi's centred vectors (~3e-8 of a row's
+        largest element on the golden data).
+        """
+        if not stats.count_:
+            raise ValueError("Did not read any utterances.")
+        if centre is None:
+            centre = stats.mean().astype(np.float32)
+        return self._estimate(stats, np.asarray(centre, dtype=np.float32))
+
+    def _estimate(self, stats, mean):
+        """ComputeLdaTransform from ``stats``; ``mean`` (float32) is the utterance mean that
+        goes into the affine offset."""
+        num_utts = stats.count_
+        if num_utts == 0:
+            raise ValueError("Did not read any utterances.")
+        dim_in = stats.dim_
+        self._check_params(dim_in)
         factor = float(np.float32(self.total_covariance_factor))
         floor_rel = float(np.float32(self.covariance_floor))
-
-        _, speaker_of = np.unique(y, return_inverse=True)
-        speaker_of = speaker_of.reshape(-1)
-        num_spk = int(speaker_of.max()) + 1
+        num_spk = stats.num_classes
         self.num_speakers_, self.num_utts_ = num_spk, num_utts
         if num_spk < 2:
             raise ValueError("Stats have %d speaker(s), %d utterances: LDA needs at least 2 "
@@ -82,15 +124,15 @@ class LDA:
             raise ValueError("Too little data for iVector dimension: %d utterances but "
                              "dimension %d (need at least as many utterances as dimensions)"
                              % (num_utts, dim_in))
-        self.mean_ = _mean(X, rows, num_utts)
-        tot, btw = _scatter_matrices(X, self.mean_, speaker_of, num_spk, rows)
+        self.mean_ = mean
+        tot, btw = stats.total_scatter(), stats.between_scatter()
         total_covar = tot * (1.0 / num_utts)
         within_covar = (tot - btw) * (1.0 / num_utts)
         to_normalize = factor * total_covar + (1.0 - factor) * within_covar
 
         # ComputeNormalizingTransform: proj * M * proj^T = I, eigenvalues floored.
         s, U = _sorted_eigh(to_normalize)
-        if not s[0] > 0.0:
+        if not s[0] > _ZERO_SCATTER * np.trace(total_covar):
             raise ValueError("Degenerate data: the %s covariance is zero (all vectors are "
                              "identical%s), so there is nothing to normalize"
                              % ("interpolated" if factor else "within-class",
@@ -144,35 +186,3 @@ def _mean(X, rows, num_utts):
         np.multiply(chunk, 1.0 / num_utts, out=buffer[1:], dtype=np.float64)
         total = np.add.reduce(buffer, axis=0)
     return total.astype(np.float32)
-
-
-def _scatter_matrices(X, mean, speaker_of, num_spk, rows=None):
-    """``(sum x x^T, sum_s n_s xbar_s xbar_s^T)`` of ``x = X - mean`` (float32 difference, then
-    double), as CovarianceStats::AccStats sums them over speakers.
-
-    Rows are grouped by speaker and processed in chunks of whole speakers (about
-    ``_CHUNK_ROWS``: 16 MB of double at D = 512), so each speaker's sum is one ``reduceat`` and
-    no (n, D) double copy (nor a float32 copy of the table) is ever held.
-    """
-    order = np.argsort(speaker_of, kind="stable")
-    if rows is not None:
-        order = rows[order]
-    counts = np.bincount(speaker_of, minlength=num_spk)
-    starts = np.concatenate([[0], np.cumsum(counts)])
-    cuts = np.unique(np.concatenate([
-        starts[np.searchsorted(starts, np.arange(0, len(order), _CHUNK_ROWS))], [len(order)]]))
-    dim = X.shape[1]
-    tot = np.zeros((dim, dim))
-    spk_sums = np.empty((num_spk, dim))
-    first_spk = 0
-    for begin, end in zip(cuts[:-1], cuts[1:]):
-        chunk = X[order[begin:end]]
-        chunk -= mean
-        chunk = chunk.astype(np.float64)
-        tot += chunk.T @ chunk
-        last_spk = int(np.searchsorted(starts, end)) - 1
-        spk_sums[first_spk:last_spk + 1] = np.add.reduceat(
-            chunk, starts[first_spk:last_spk + 1] - begin, axis=0)
-        first_spk = last_spk + 1
-    btw = (spk_sums / counts[:, None]).T @ spk_sums
-    return tot, btw

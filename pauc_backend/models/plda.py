@@ -11,9 +11,13 @@ enrollment and test vectors, never a loop over trials.
 import numpy as np
 
 from pauc_backend.models import blocked
+from pauc_backend.models.class_stats import ClassStats, NonFiniteRowError
 from pauc_backend.models.kaldi_math import apply_pow
 
 _LOG_2PI = np.log(2.0 * np.pi)
+# A within-class scatter below this fraction of the total is rounding: each speaker's vectors
+# are identical (a double difference of equal sums leaves ~1e-16 of them).
+_ZERO_SCATTER = 1e-13
 
 
 def _sym(matrix):
@@ -124,36 +128,48 @@ class PLDA:
         Classes with one example are used (they inform the between-class covariance).
         ``rows`` (optional): the rows of X to use, in this order (y then labels those rows),
         so that a selection of a large table needs no copy of it. X is used as it is (float32
-        as read, or float64) and never copied whole: the class sums and the scatter about the
-        mean are accumulated in float64 a block of rows at a time (``models.blocked``), as
-        PldaStats accumulates them in double.
+        as read, or float64) and never copied whole: the class sums and the scatter are
+        accumulated in float64 a block of rows at a time (``ClassStats.add_table``), as
+        PldaStats accumulates them in double, then ``fit_stats``.
         """
         X = np.asarray(X)
         if X.ndim != 2:
             raise ValueError("X must be a 2-D array, got shape %s" % (X.shape,))
-        if not np.issubdtype(X.dtype, np.floating):
-            X = X.astype(np.float64)
         if rows is not None:
             rows = np.asarray(rows, dtype=np.intp)
-        bad = blocked.first_nonfinite(X, rows)
-        if bad is not None:
-            raise ValueError("X row %d contains NaN or Inf"
-                             % (bad if rows is None else rows[bad]))
-        num_examples, dim = blocked.num_rows(X, rows), X.shape[1]
+        num_examples = blocked.num_rows(X, rows)
         y = np.asarray(y)
         if y.shape != (num_examples,):
             raise ValueError("X has %d rows but y has %d labels" % (num_examples, y.size))
+        self._check_params()
+        _, label_index = np.unique(y, return_inverse=True)
+        try:
+            stats = ClassStats().add_table(X, label_index.reshape(-1), rows)
+        except NonFiniteRowError as err:
+            raise ValueError("X row %d contains NaN or Inf"
+                             % (err.row if rows is None else rows[err.row])) from None
+        if stats.dim_ is None:
+            raise ValueError("No stats accumulated, unable to estimate PLDA.")
+        return self.fit_stats(stats)
+
+    def _check_params(self):
+        if not (isinstance(self.num_em_iters, (int, np.integer)) and self.num_em_iters >= 0):
+            raise ValueError("--num-em-iters must be a non-negative integer, got %r"
+                             % (self.num_em_iters,))
+
+    def fit_stats(self, stats):
+        """Estimate by EM from accumulated statistics (a ``ClassStats`` whose classes are the
+        speakers; PldaStats + PldaEstimator::Estimate); returns self. Classes with no vector
+        take no part. The vectors themselves are not needed: stream them through
+        ``ClassStats.add``."""
+        num_examples, dim = stats.count_, stats.dim_
         if num_examples == 0:
             raise ValueError("No stats accumulated, unable to estimate PLDA.")
         if num_examples <= dim:
             raise ValueError("Number of training iVectors is not greater than their dimension, "
                              "unable to estimate PLDA.")
-        if not (isinstance(self.num_em_iters, (int, np.integer)) and self.num_em_iters >= 0):
-            raise ValueError("--num-em-iters must be a non-negative integer, got %r"
-                             % (self.num_em_iters,))
-        _, label_index = np.unique(y, return_inverse=True)
-        label_index = label_index.reshape(-1)
-        counts = np.bincount(label_index)
+        self._check_params()
+        counts = stats.counts()
         if counts.size < 2:
             raise ValueError("Only one speaker (%d utterances): PLDA needs at least 2 speakers "
                              "to estimate the between-class variance" % num_examples)
@@ -161,14 +177,11 @@ class PLDA:
             raise ValueError("No speakers with multiple utterances, unable to estimate PLDA.")
 
         num_classes = counts.shape[0]
-        sums, counts, _ = blocked.class_sums(X, rows, label_index, num_classes)
-        class_means = sums / counts[:, None]
+        class_means = stats.class_means()
         global_mean = class_means.sum(axis=0) / num_classes
         mean_offsets = class_means - global_mean
-        # Scatter about the class means (Kaldi's offset_scatter_), from data centred on the mean.
-        offset_scatter = (blocked.centred_scatter(X, rows, global_mean)
-                          - (mean_offsets * counts[:, None]).T @ mean_offsets)
-        if not np.trace(offset_scatter) > 0.0:
+        offset_scatter = stats.within_scatter()  # Kaldi's offset_scatter_
+        if not np.trace(offset_scatter) > _ZERO_SCATTER * np.trace(stats.total_scatter()):
             raise ValueError("Degenerate data: the within-class scatter is zero (every "
                              "speaker's vectors are identical), so PLDA cannot be estimated")
 

@@ -27,13 +27,13 @@ leaves a half-written model (an existing model directory is replaced only on suc
 
 import os
 import shutil
-import tempfile
 
 import numpy as np
 
 from pauc_backend.persist.calibration import read_calibration, write_calibration
 from pauc_backend.errors import KaldiError
-from pauc_backend.kaldi_io.commit import committed_at_once
+from pauc_backend.kaldi_io.commit import (claimed, committed_at_once, make_temp_dir,
+                                          replace_directory)
 from pauc_backend.kaldi_io import read_matrix, read_plda, read_vector, write_matrix, write_plda
 from pauc_backend.kaldi_io import (read_int32_table, read_vector_table, write_int32_table,
                                    write_vector, write_vector_table)
@@ -47,7 +47,7 @@ from pauc_backend.models.plda import PLDA
 
 def write_model_dir(path, model, binary=True, extra_lines=()):
     """Write a fitted AutoBackend as the directory ``path`` (atomically replaced)."""
-    with committed_at_once():      # the files are in place before the directory's rename
+    with committed_at_once(), claimed([path]):   # files complete before the rename; one writer
         _write_model_dir(path, model, binary, extra_lines)
 
 
@@ -56,8 +56,7 @@ def _write_model_dir(path, model, binary=True, extra_lines=()):
     parent = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(parent):
         raise KaldiError("Cannot write model directory %s: %s does not exist" % (path, parent))
-    tmp = tempfile.mkdtemp(prefix=".tmp-" + os.path.basename(path.rstrip("/")) + "-",
-                           dir=parent)
+    tmp = make_temp_dir(os.path.join(parent, os.path.basename(path.rstrip("/"))))
     try:
         pipe = model.pipeline_
         with open(os.path.join(tmp, "system.txt"), "w") as f:
@@ -96,10 +95,7 @@ def _write_model_dir(path, model, binary=True, extra_lines=()):
             write_int32_table("ark,t:" + os.path.join(tmp, "cohort_num_utts.ark"), names,
                               [int(n) for n in pipe.cohort_counts_])
         if os.path.isdir(path):
-            old = path.rstrip("/") + ".old-%d" % os.getpid()
-            os.rename(path, old)
-            os.rename(tmp, path)
-            shutil.rmtree(old, ignore_errors=True)
+            replace_directory(tmp, path.rstrip("/"))
         elif os.path.exists(path):
             raise KaldiError("Cannot write model directory %s: a file of that name exists"
                              % path)

@@ -40,14 +40,14 @@ import json
 import math
 import os
 import shutil
-import tempfile
 
 import numpy as np
 
 from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import write_matrix
 from pauc_backend.kaldi_io.codec import read_matrix_obj
-from pauc_backend.kaldi_io.commit import committed_at_once
+from pauc_backend.kaldi_io.commit import (claimed, committed_at_once, make_temp_dir,
+                                          replace_directory)
 from pauc_backend.models import auto_params
 
 FORMAT = 2
@@ -124,18 +124,18 @@ def write_fold_outputs(fold_dir, stage, folds, results, work, digest, binary=Tru
     """One directory per fold in ``folds`` (0-based) with its ``results``
     (AutoBackend.cross_fit_stage), each committed by a rename; ``work`` is the Stage (with
     nothing to do: an output without scores, which says so)."""
-    with committed_at_once():      # the files are in place before the directory's rename
+    os.makedirs(fold_dir, exist_ok=True)       # mode 0777 less the umask, as Kaldi's mkdir -p
+    finals = [os.path.join(fold_dir, output_name(stage, k)) for k in folds]
+    with committed_at_once(), claimed(finals):   # files complete before the rename; one writer
         _write_fold_outputs(fold_dir, stage, folds, results, work, digest, binary)
 
 
 def _write_fold_outputs(fold_dir, stage, folds, results, work, digest, binary=True):
     """The body of ``write_fold_outputs``, its files committed as each closes."""
-    if not os.path.isdir(fold_dir):
-        os.makedirs(fold_dir, exist_ok=True)
     results = list(results)
     for k in folds:
         final = os.path.join(fold_dir, output_name(stage, k))
-        tmp = tempfile.mkdtemp(prefix=".tmp-" + output_name(stage, k) + "-", dir=fold_dir)
+        tmp = make_temp_dir(final)
         try:
             tasks = []
             for (dim, fold), figures, columns, errors in results:
@@ -158,10 +158,7 @@ def _write_fold_outputs(fold_dir, stage, folds, results, work, digest, binary=Tr
                 json.dump(info, f, indent=1, sort_keys=True)
                 f.write("\n")
             if os.path.isdir(final):
-                old = final + ".old-%d" % os.getpid()
-                os.rename(final, old)
-                os.rename(tmp, final)
-                shutil.rmtree(old, ignore_errors=True)
+                replace_directory(tmp, final)
             else:
                 os.rename(tmp, final)
         except BaseException:

@@ -88,6 +88,7 @@ def test_paired_bootstrap_matches_brute_force(tmp_path, by_speaker):
     # brute force on trials in the tool's row order (scores-A file order = model-major)
     ref = _brute(enroll, test, sa, sb, y, 50, 5, 0.9, [0.01, 0.1])
     full_a, full_b = _figures(sa, y, [0.01, 0.1]), _figures(sb, y, [0.01, 0.1])
+    assert len(ref) == len(full_a) == len(full_b) == len(got)
     for item, (interval, share, used), pa, pb in zip(got, ref, full_a, full_b):
         assert item["resamples"] == used
         np.testing.assert_allclose(item["interval"], interval, rtol=1e-12, atol=1e-15)
@@ -107,6 +108,8 @@ def test_same_system_is_never_better_and_table_output(tmp_path):
                     tmp_path / "a", tmp_path / "a", tmp_path / "trials", check=True)
     lines = proc.stdout.decode().splitlines()
     assert lines[0].startswith("| Metric | plda | auto | (B-A)/A | 95% interval |")
+    assert [l.split("|")[1].strip() for l in lines[2:]] == ["EER(%)", "minDCF(0.01)",
+                                                           "pAUC[0,0.01]", "AUC"]
     for line in lines[2:]:
         cells = [c.strip() for c in line.strip("|").split("|")]
         assert cells[3] == "+0.0%" and cells[4] == "+0.0% .. +0.0%" and cells[5] == "50.0%"
@@ -129,3 +132,47 @@ def test_usage_on_wrong_argument_count(tmp_path):
     proc = run_tool("compare-systems", tmp_path / "a", tmp_path / "b")
     assert proc.returncode == 1
     assert "Usage: compare-systems" in proc.stderr.decode()
+
+
+@pytest.mark.parametrize("partial", ["a", "b"])
+def test_scores_of_part_of_the_trials_are_refused_unless_allowed_as_in_compute_eer_pauc(
+        tmp_path, partial):
+    """Issue 28: compare-systems on a score file covering part of the list is one ERROR with
+    the counts (compute-eer-pauc's rule, one implementation); --allow-partial=true compares
+    the trials scored in both and the report says scored/listed. The figures are those of the
+    scored trials alone (an independent computation on them)."""
+    e, t, sa, sb, y = _write(tmp_path, seed=2)
+    lines = (tmp_path / partial).read_text().splitlines(True)
+    kept = lines[::3]                                    # 96 of the 288 trials
+    (tmp_path / partial).write_text("".join(kept))
+    args = (tmp_path / "a", tmp_path / "b", tmp_path / "trials")
+    proc = run_tool("compare-systems", "--bootstrap=20", *args)
+    errors = [l for l in proc.stderr.decode().splitlines() if l.startswith("ERROR")]
+    assert proc.returncode == 255 and proc.stdout == b"", proc.stderr
+    assert len(errors) == 1 and "both score 96 of the 288 trials" in errors[0], errors
+    assert "--allow-partial=true" in errors[0]
+    proc = run_tool("compare-systems", "--bootstrap=20", "--allow-partial", "--report=json",
+                    "--pauc-beta=0.1", *args, check=True)
+    assert b"Evaluating part of the trial list" in proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["trials"] == 96 and report["trials_listed"] == 288
+    scored = {tuple(l.split()[:2]) for l in kept}
+    trials = [l.split() for l in (tmp_path / "trials").read_text().splitlines()]
+    score_of = {}
+    for name in ("a", "b"):
+        score_of[name] = {tuple(l.split()[:2]): float(l.split()[2])
+                          for l in (tmp_path / name).read_text().splitlines()}
+    pairs = [(k1, k2) for k1, k2, _ in trials if (k1, k2) in scored]
+    labels = np.array([lab == "target" for k1, k2, lab in trials if (k1, k2) in scored])
+    for side, name in (("a", "a"), ("b", "b")):
+        values = np.array([score_of[name][p] for p in pairs])
+        eer = _figures(values, labels, [0.01])[0]
+        assert report["metrics"][0][side] == pytest.approx(eer, rel=1e-12)
+    table = run_tool("compare-systems", "--bootstrap=20", "--allow-partial", *args, check=True)
+    assert table.stdout.decode().splitlines()[-1] == \
+        "Scored in both files: 96/288 listed trials (--allow-partial)."
+    # the full pair of files has no such key or line
+    (tmp_path / partial).write_text("".join(lines))
+    full = run_tool("compare-systems", "--bootstrap=20", "--report=json", *args, check=True)
+    assert "trials_listed" not in json.loads(full.stdout)
+    assert b"Evaluating part" not in full.stderr

@@ -60,6 +60,7 @@ def test_keyed_json_min_dcf_prints_as_compute_min_dcf_stdout(golden):
     proc = run_tool("compute-eer-pauc", "--report=json", "--p-target=0.01,0.005,0.001",
                     "scores/plda_adapt_numutts", "data/trials", cwd=golden)
     summary = json.loads(proc.stdout)
+    assert [item["p_target"] for item in summary["min_dcf"]] == [0.01, 0.005, 0.001]
     for item in summary["min_dcf"]:
         ref = golden / "mindcf" / ("plda_adapt_numutts_p%s.stdout" % item["p_target"])
         assert "{0:.4f}\n".format(item["min_dcf"]) == ref.read_text()

@@ -90,15 +90,16 @@ def test_file_size_limit_on_the_script_leaves_the_old_pair(pair):
 
 
 def test_unwritable_script_target_leaves_the_old_archive(pair):
-    # sysfs refuses new files even to root (a read-only target that file modes cannot give)
+    # sysfs refuses new files even to root (a read-only target that file modes cannot give);
+    # without it (or root) a folder that is a regular file refuses them to everyone
     if os.access("/sys", os.W_OK) and Path("/sys/kernel").is_dir():
         scp = "/sys/pauc-backend-test.scp"
     else:
-        pytest.skip("no read-only folder")
+        scp = str(pair["new_txt"]) + "/pauc-backend-test.scp"
     old_ark = pair["ark"].read_bytes()
     proc = tool("copy-vectors", "ark,t:%s" % pair["new_txt"], "ark,scp:%s,%s" % (pair["ark"], scp))
     assert proc.returncode == 255
-    assert "/sys/pauc-backend-test.scp" in proc.stderr.decode()
+    assert scp in proc.stderr.decode()
     assert pair["ark"].read_bytes() == old_ark
     assert read_pair(pair["scp"])[:2] == (0, pair["old"])
     assert leftovers(pair["ark"].parent) == []

@@ -20,12 +20,7 @@ from pauc_backend.kaldi_io import read_token_table, read_vector_table, write_vec
 from pauc_backend.models.auto_backend import AutoBackend
 from pauc_backend.persist.auto_backend import write_model_dir
 
-try:
-    from prerequisites import need
-except ImportError:                 # before the merge of main's tests/prerequisites.py
-    def need(path):
-        if not os.path.exists(str(path)):
-            pytest.skip("%s is not beside the checkout" % path)
+from prerequisites import need
 
 HEADER = re.compile(r"^(LOG|WARNING|ERROR) \(([^\[\s]+)\[[^\]]*\]:\S*\) (.*)$")
 REALDATA = SHARED / "realdata"

@@ -5,9 +5,11 @@ traceback, leave no temporary file and no partial model directory, and an interr
 must exit by its signal as every tool does (tests/cli/test_process_state.py)."""
 
 import os
+import queue
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -50,14 +52,24 @@ MOMENTS = [("SIGTERM", "pid", "Cross-fitting:"), ("SIGTERM", "group", "Cross-fit
 @pytest.mark.parametrize("name,whom,after", MOMENTS)
 def test_an_interrupt_ends_quietly_and_leaves_nothing(golden, tmp_path, name, whom, after):
     out = tmp_path / "model"
-    proc = subprocess.Popen(command(golden, out), cwd=golden, stdout=subprocess.PIPE,
+    proc = subprocess.Popen(command(golden, out), cwd=golden, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, env=tool_env(), start_new_session=True)
-    seen = []
+    # stderr is read by a thread and every wait has a deadline: a run that hangs (it once
+    # hung for 34 min: a worker blocked for ever under a parent waiting for it) fails the
+    # test, with what it printed, instead of blocking the suite
+    lines = queue.Queue()
+    reader = threading.Thread(target=lambda: [lines.put(raw.decode()) for raw in proc.stderr],
+                              daemon=True)
+    reader.start()
+    seen, hung = [], None
     try:
-        for raw in proc.stderr:
-            seen.append(raw.decode())
-            if after in seen[-1]:
-                break
+        deadline = time.monotonic() + 300
+        while not any(after in line for line in seen) and time.monotonic() < deadline:
+            try:
+                seen.append(lines.get(timeout=1))
+            except queue.Empty:
+                if proc.poll() is not None and not reader.is_alive() and lines.empty():
+                    break
         if after == "Cross-fitting:":
             time.sleep(2)     # let the folds' workers get to work (not a timing assertion)
         signum = getattr(signal, name)
@@ -65,13 +77,23 @@ def test_an_interrupt_ends_quietly_and_leaves_nothing(golden, tmp_path, name, wh
             os.killpg(proc.pid, signum)
         else:
             os.kill(proc.pid, signum)
-        rest = proc.stderr.read().decode()
-        code = proc.wait(timeout=120)
+        try:
+            code = proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            hung = subprocess.run(["ps", "-o", "pid,stat,wchan:20,args", "-s", str(proc.pid)],
+                                  stdout=subprocess.PIPE).stdout.decode()
+            code = None
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+        reader.join(timeout=30)
+    rest = []
+    while not lines.empty():
+        rest.append(lines.get())
+    rest = "".join(rest)
     err = "".join(seen) + rest
+    assert hung is None, "no exit 120 s after the %s:\n%s\n%s" % (name, hung, err)
     assert any(after in line for line in seen), err        # the moment was reached
     assert "Traceback" not in err, err
     assert code == (130 if name == "SIGINT" else -signal.SIGTERM), (code, err)
@@ -79,3 +101,27 @@ def test_an_interrupt_ends_quietly_and_leaves_nothing(golden, tmp_path, name, wh
     # and no worker outlives the tool
     leftover = subprocess.run(["pgrep", "-s", str(proc.pid)], stdout=subprocess.PIPE)
     assert leftover.stdout == b"", leftover.stdout
+
+
+def test_the_fold_pool_is_closed_not_terminated_when_every_fold_is_done(monkeypatch):
+    """The folds' results are drawn to the end, so the pool is closed and joined; the pool
+    used to be left suspended after its last result and terminated (a SIGTERM to idle
+    workers) when collected, in every run with --num-jobs > 1."""
+    import gc
+    import multiprocessing.pool
+    import numpy as np
+    from pauc_backend.datasets import make_speaker_corpus
+    from pauc_backend.models.auto_backend import AutoBackend
+    calls = []
+    terminate, close = multiprocessing.pool.Pool.terminate, multiprocessing.pool.Pool.close
+    monkeypatch.setattr(multiprocessing.pool.Pool, "terminate",
+                        lambda self: (calls.append("terminate"), terminate(self))[1])
+    monkeypatch.setattr(multiprocessing.pool.Pool, "close",
+                        lambda self: (calls.append("close"), close(self))[1])
+    c = make_speaker_corpus(seed=5, dim=16, num_train_speakers=30, num_adapt_speakers=2,
+                            num_eval_speakers=2, train_utts_range=(6, 12))
+    AutoBackend(lda_dims=(0, 8), candidates=("cosine", "plda"), num_folds=3,
+                n_jobs=2).fit(np.asarray(c.train.X, dtype=np.float32),
+                              np.asarray(c.train.labels))
+    gc.collect()
+    assert "close" in calls and "terminate" not in calls, calls

@@ -1,6 +1,7 @@
 """train-pauc-metric and score-pauc-trials: file formats, agreement with the library and a
 brute-force scorer, determinism, warnings and errors."""
 
+import re
 import struct
 
 import numpy as np
@@ -165,12 +166,22 @@ def test_bad_metric_and_dimension_mismatch_are_errors(data):
     assert not (tmp / "s").exists()
 
 
-def test_auto_tune_searches_and_logs_its_choice(data):
+def test_auto_tune_searches_and_chooses_the_best_logged_trial(data):
     tmp = data[0]
-    proc = train(tmp, "--auto-tune", "--auto-tune-trials=3")
+    proc = train(tmp, "--auto-tune", "--auto-tune-trials=5")
     log = proc.stderr.decode()
     assert proc.returncode == 0, log
-    assert log.count("Auto-tune trial") == 3 and "Auto-tune chose" in log
+    trials = re.findall(r"Auto-tune trial (\d+)/5: (delta=\S+ gamma=\S+ mu=\S+ eta=\S+) -> "
+                        r"held-out pauc (\S+) at iteration", log)
+    assert [int(t[0]) for t in trials] == [1, 2, 3, 4, 5], log
+    chosen = re.findall(r"Auto-tune chose (delta=\S+ gamma=\S+ mu=\S+ eta=\S+)$", log, re.M)
+    assert len(chosen) == 1, log
+    # the best held-out figure, the earliest trial among equals (the defaults come first)
+    values = [float(t[2]) for t in trials]
+    best = values.index(max(values))
+    assert chosen[0] == trials[best][1], log
+    # this data's search is informative: the best is neither the first (defaults) nor the last
+    assert 0 < best < 4 and values.count(values[best]) == 1, values
 
 
 def test_transform_vectors_with_the_transform_reproduces_the_scores(data):
@@ -185,7 +196,9 @@ def test_transform_vectors_with_the_transform_reproduces_the_scores(data):
     from pauc_backend.kaldi_io import read_vector_table
     ek, E = read_vector_table("ark:%s" % (tmp / "enroll_proj.ark"))
     tk, T = read_vector_table("ark:%s" % (tmp / "test_proj.ark"))
-    for line in (tmp / "scores").read_text().splitlines():
+    lines = (tmp / "scores").read_text().splitlines()
+    assert len(lines) == len((tmp / "trials").read_text().splitlines()) == 100
+    for line in lines:
         k1, k2, score = line.split()
         z = E[ek.index(k1)].astype(np.float64) - T[tk.index(k2)]
         assert float(score) == pytest.approx(-(z @ z), rel=1e-4, abs=1e-4)

@@ -67,6 +67,7 @@ def test_train_pauc_auto_logs_fold_system_iteration_elapsed_and_remaining(data, 
 def test_the_progress_watchdogs_change_nothing_in_the_model(data, tmp_path):
     train_auto(data, tmp_path / "quiet", "--num-jobs=2")
     lines = train_auto(data, tmp_path / "busy", "--num-jobs=2", "--progress-interval=0.01")
+    assert progress(lines), lines
     assert all(LINE.match(l) for l in lines), [l for l in lines if not LINE.match(l)]
     for name in ("system.txt", "fusion", "mean.vec", "transform.mat"):
         assert (tmp_path / "quiet" / name).read_bytes() == (tmp_path / "busy" / name).read_bytes()

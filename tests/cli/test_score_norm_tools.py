@@ -4,7 +4,7 @@ score_norm.py (cohort scores computed pair by pair, full descending sort, popula
 
 import numpy as np
 import pytest
-from conftest import SHARED, run_tool
+from conftest import SHARED, need, run_tool
 
 from pauc_backend.kaldi_io import (read_scores, read_token_vector_table, read_vector_table,
                                    write_plda, write_vector_table)
@@ -24,8 +24,7 @@ def corpus(request):
     """(name, train vectors, train speaker labels, cohort = train speaker means, enroll keys,
     enroll vectors, test keys, test vectors) of a real corpus, subsampled for speed."""
     root = REALDATA / request.param
-    if not root.is_dir():
-        pytest.skip("%s is not beside the checkout" % root)
+    need(root)
     keys, X = read_vector_table("ark:%s" % (root / "train" / "xvector.ark"))
     spk2utt = read_token_vector_table("ark:%s" % (root / "train" / "spk2utt"))
     row = {key: i for i, key in enumerate(keys)}

@@ -4,22 +4,18 @@ table wrote (bytes checked against the library's whole-table functions)."""
 
 import os
 import select
-import shutil
 import struct
 import subprocess
-import sys
 import time
 
 import numpy as np
 import pytest
-from conftest import BIN, run_tool, tool_env
+from conftest import run_tool, tool_env
+from test_training_memory import peak_rss_bytes
 
 from pauc_backend.kaldi_io import read_vector_table, write_matrix, write_vector, write_vector_table
 from pauc_backend.models.preprocessing import (apply_affine, global_mean, normalize_length,
                                                subtract_mean)
-
-TIME = shutil.which("time") or "/usr/bin/time"
-
 
 def make_archive(path, num, dim, seed=0):
     """A binary float-vector archive of num x dim, written a block at a time."""
@@ -33,35 +29,34 @@ def make_archive(path, num, dim, seed=0):
                                for i in range(count)))
 
 
-def peak_rss_kb(argv):
-    """Peak RSS of one run of a tool, measured by /usr/bin/time (a small C parent)."""
-    proc = subprocess.run([TIME, "-f", "%M", sys.executable] + argv, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.PIPE, env=tool_env())
-    assert proc.returncode == 0, proc.stderr.decode(errors="replace")
-    return int(proc.stderr.decode().split()[-1])
-
-
-@pytest.mark.skipif(not os.access(TIME, os.X_OK), reason="needs /usr/bin/time")
 @pytest.mark.parametrize("tool,extra", [("normalize-vector-length", []),
                                         ("copy-vectors", []),
                                         ("subtract-vector-mean", []),
                                         ("compute-vector-mean", None),
                                         ("transform-vectors", ["T"])])
 def test_peak_memory_does_not_grow_with_the_table(tmp_path, tool, extra):
-    """A table 12x larger (5 MB -> 62 MB) costs less than 8 MB more peak memory."""
+    """A table 12x larger (5 MB -> 63 MB of float32 vectors) adds at most a quarter of the
+    added table to the tool's own peak RSS (os.wait4, test_training_memory's launcher).
+
+    A tool that held the table would add at least the whole 58 MB (the vectors alone); one that
+    streams adds what the allocator keeps: measured 2026-11-26 (load 4.5, 2 cores) -0.1 to
+    5.1 MB, so the bound (14.5 MB) leaves about 3x headroom on the worst tool and fails a
+    whole-table reader by 4x."""
     dim = 64
     write_matrix(tmp_path / "T", np.eye(dim, dtype=np.float32))
-    peaks = []
+    peaks, sizes = [], []
     for num in (20000, 240000):
         make_archive(tmp_path / "in.ark", num, dim)
+        sizes.append((tmp_path / "in.ark").stat().st_size)
         if extra is None:
             args = ["ark:%s" % (tmp_path / "in.ark"), str(tmp_path / "mean.vec")]
         else:
             args = [str(tmp_path / e) for e in extra] + [
                 "ark:%s" % (tmp_path / "in.ark"), "ark:%s" % (tmp_path / "out.ark")]
-        peaks.append(peak_rss_kb([str(BIN / tool)] + args))
-    assert peaks[1] - peaks[0] < 8 * 1024, peaks
-    assert peaks[1] < 64 * 1024, peaks
+        peaks.append(peak_rss_bytes([tool] + args, os.devnull, tmp_path))
+    assert peaks[1] - peaks[0] <= 0.25 * (sizes[1] - sizes[0]), (
+        "peak RSS %s MB for tables of %s MB" % ([round(p / 2 ** 20, 1) for p in peaks],
+                                                [round(n / 2 ** 20, 1) for n in sizes]))
 
 
 def read_available(stream, size, timeout):

@@ -5,8 +5,9 @@ The build comes from ``../shared/kaldi-ref/build.sh DIR``: the first test that n
 into ``$PAUC_KALDI_ROOT``, else ``${XDG_CACHE_HOME:-~/.cache}/pauc-backend/kaldi-ref``, and later
 runs reuse it until the kit's content changes (``.kit-id``). So the README's test command runs
 every real-Kaldi test whenever ``../shared`` is beside the checkout. Without the kit the tests
-skip, except under CI (``CI=true``), where that is a failure; a failing build is always a
-failure. Nothing here changes ``os.environ``: subprocesses get their own environment dicts.
+skip, except under CI (``CI=true``), where that is a failure (tests/prerequisites.py); a
+failing build is always a failure. Nothing here changes ``os.environ``: subprocesses get their
+own environment dicts.
 """
 
 import fcntl
@@ -19,6 +20,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from prerequisites import in_ci, missing, need  # noqa: F401 (need, in_ci: re-exported)
 
 TESTS = Path(__file__).resolve().parents[1]
 REPO = TESTS.parent
@@ -38,10 +40,6 @@ KALDI_PROGRAMS = (
 def default_root():
     cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(cache) / "pauc-backend" / "kaldi-ref"
-
-
-def in_ci():
-    return os.environ.get("CI", "").lower() in ("true", "1", "yes")
 
 
 def kit_id(kit):
@@ -88,26 +86,15 @@ def find_kaldi_root():
     problem = build_kaldi(root)
     if problem:
         pytest.fail(problem)
-    missing = [p for p in KALDI_PROGRAMS if not os.access(root / "bin" / p, os.X_OK)]
-    missing += [p for p in ("utils/run.pl", "utils/filter_scp.pl", "sid/compute_min_dcf.py")
-                if not (root / p).is_file()]
-    if missing:
+    absent = [p for p in KALDI_PROGRAMS if not os.access(root / "bin" / p, os.X_OK)]
+    absent += [p for p in ("utils/run.pl", "utils/filter_scp.pl", "sid/compute_min_dcf.py")
+               if not (root / p).is_file()]
+    if absent:
         message = ("real Kaldi not found in %s (missing %s): build it with "
                    "`bash ../shared/kaldi-ref/build.sh DIR` and set PAUC_KALDI_ROOT=DIR"
-                   % (root, ", ".join(missing[:3])))
-        if in_ci():
-            pytest.fail("CI=true: " + message)
-        pytest.skip(message)
+                   % (root, ", ".join(absent[:3])))
+        missing(message)
     return root
-
-
-def need(path):
-    """A shared data set the test needs: skip (fail under CI) when it is absent."""
-    if not Path(path).exists():
-        if in_ci():
-            pytest.fail("CI=true: %s is missing" % path)
-        pytest.skip("%s is not beside the checkout" % path)
-    return Path(path)
 
 
 def kaldi_env(root, blas_threads=None):

@@ -9,11 +9,14 @@ binary num_utts tables, score files), once by Kaldi. Then
   and our score-plda-trials on the same inputs write byte-identical scores (and the other way
   round, ours fed Kaldi's files and Kaldi's programs inside its pipes);
 * Kaldi's readers (copy-vector, copy-matrix, ivector-copy-plda, ivector-mean, compute-eer,
-  sid/compute_min_dcf.py) give from our files what they give from Kaldi's own;
+  sid/compute_min_dcf.py) give from our files what they give from Kaldi's own (and
+  compute_min_dcf.py's figure on our scores is our compute-eer-pauc's);
 * both whole pipelines agree to 1e-4 max(1, |score|): our PLDA is trained from a text archive
   (rounded to 7 digits), and the models also differ in the last bits of their doubles
   (eigen-solvers and BLAS summation order, see test_model_twins.py).
 """
+
+import json
 
 import numpy as np
 import pytest
@@ -114,13 +117,20 @@ def test_cross_feed(name, kaldi_root, tmp_path_factory, tmp_path):
         r.run("ivector-plda-scoring", *args, o / "kaldi_on_ours")
         r.run("score-plda-trials", *args, o / "ours_on_ours")
         ours_on_ours = (o / "ours_on_ours").read_bytes()
+        assert ours_on_ours.count(b"\n") == (c.dir / "trials").read_bytes().count(b"\n")
         assert (o / "kaldi_on_ours").read_bytes() == ours_on_ours, model
         # Kaldi's evaluation reads our scores file.
         eer = r.sh("paste trials %s/ours_on_ours | awk '{print $6, $3}' | compute-eer -" % o)
-        assert eer.stdout == r.sh("paste trials %s/ours_on_ours | awk '{print $6, $3}' | "
-                                  "compute-eer-pauc -" % o).stdout
+        assert eer.stdout and eer.stdout == r.sh(
+            "paste trials %s/ours_on_ours | awk '{print $6, $3}' | compute-eer-pauc -" % o).stdout
+        # compute_min_dcf.py gives on our scores what it gives on its own scorer's, and our
+        # compute-eer-pauc's minDCF of the same file is that figure
         dcf = r.run(str(kaldi_root / "sid/compute_min_dcf.py"), o / "ours_on_ours", "trials")
-        assert dcf.stdout.strip()
+        assert dcf.stdout == r.run(str(kaldi_root / "sid/compute_min_dcf.py"),
+                                   o / "kaldi_on_ours", "trials").stdout
+        report = json.loads(r.run("compute-eer-pauc", "--report=json", "--p-target=0.01",
+                                  o / "ours_on_ours", "trials").stdout)
+        assert dcf.stdout.decode() == "%.4f\n" % report["min_dcf"][0]["min_dcf"], model
 
     # ---- ours fed Kaldi's files (binary and text) and Kaldi's programs inside the pipes
     k_enroll = "ark:%s/enroll_spk.ark" % k if c.has_enroll else "scp:test.scp"

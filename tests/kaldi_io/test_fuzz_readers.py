@@ -280,6 +280,7 @@ def test_mutated_objects(obj):
         return
     assert expected is not None, "reader accepted what the reference rejects: %r" % (raw,)
     if kind == "plda":
+        assert len(got[1]) == len(expected)
         assert all(same(g, w) for g, w in zip(got[1], expected))
     else:
         assert same(got[1], expected)

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from conftest import need_module
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -9,7 +10,7 @@ from pauc_backend.kaldi_io import (SequentialTableReader, TableWriter, read_int3
                                    read_token_table, read_token_vector_table, read_vector_table,
                                    write_int32_table, write_token_table, write_vector_table)
 
-knio = pytest.importorskip("kaldi_native_io")
+knio = need_module("kaldi_native_io")
 
 
 def knio_items(reader):

@@ -120,6 +120,7 @@ def test_scp_offsets_point_at_each_object(tmp_path, table):
     ark, scp = tmp_path / "o.ark", tmp_path / "o.scp"
     write_vector_table("ark,scp:%s,%s" % (ark, scp), keys, values)
     raw = ark.read_bytes()
+    assert len(scp.read_text().splitlines()) == len(keys)
     for line, key, row in zip(scp.read_text().splitlines(), keys, values):
         got_key, target = line.split(" ", 1)
         path, offset = target.rsplit(":", 1)
@@ -328,6 +329,7 @@ def test_writer_blocks_keep_offsets_continuous(tmp_path, monkeypatch, binary):
     if binary:
         assert (tmp_path / "a.ark").read_bytes() == b"".join(
             reference.record(k, v) for k, v in zip(keys, values))
+    assert len((tmp_path / "a.scp").read_text().splitlines()) == len(keys)
     for line, key, row in zip((tmp_path / "a.scp").read_text().splitlines(), keys, values):
         assert line.startswith(key + " ")
         np.testing.assert_allclose(read_vector(line.split()[1]), row, rtol=1e-6)

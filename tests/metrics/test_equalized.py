@@ -75,6 +75,7 @@ def test_equalized_metrics_match_brute_force(seed):
     p_targets = [0.01, 0.005, 0.1]
     summary = equalized_summary(scores, is_target, part, p_targets, alpha=0.0, beta=0.1)
     _, fnr, fpr = brute_rates(scores, is_target, part)
+    assert [item["p_target"] for item in summary["min_dcf"]] == p_targets
     for item, p in zip(summary["min_dcf"], p_targets):
         assert item["min_dcf"] == pytest.approx(brute_min_dcf(fnr, fpr, p), rel=1e-12)
     assert summary["eer"] == pytest.approx(brute_eer(fnr, fpr), rel=1e-12)
@@ -101,6 +102,7 @@ def test_one_partition_is_plain_scoring():
     plain = TrialScores.from_trials(scores, is_target)
     assert summary["auc"] == pytest.approx(plain.auc(), rel=1e-12)
     assert summary["pauc"] == pytest.approx(plain.auc(), rel=1e-12)
+    assert [item["p_target"] for item in summary["min_dcf"]] == [0.01, 0.05]
     for item, p in zip(summary["min_dcf"], [0.01, 0.05]):
         assert item["min_dcf"] == pytest.approx(plain.min_dcf(p).min_dcf, rel=1e-12)
 
@@ -129,6 +131,7 @@ def test_act_dcf_is_the_mean_of_partition_rates():
     summary = add_c_primary(equalized_summary(scores, is_target, part, [0.01, 0.005],
                                               llr=True))
     theta = {p: -np.log(p / (1 - p)) for p in (0.01, 0.005)}
+    assert [item["p_target"] for item in summary["act_dcf"]] == [0.01, 0.005]
     for item in summary["act_dcf"]:
         p = item["p_target"]
         miss = np.mean([np.mean(scores[(part == q) & is_target] < theta[p])

@@ -3,10 +3,11 @@
 The training tools no longer copy the table (X[rows], float64 upcasts, centred copies): they
 gather and upcast bounded blocks. Checked here against independent brute-force references:
 
-* per-class sums: exactly equal to a plain sequential loop in float64 (both add the rows of a
-  class one after the other, starting from zero);
-* scatter matrices: equal to one float64 product over the whole table within 1e-12 relative
-  (only the order in which BLAS adds block products differs: ~1e-16 observed);
+* per-class sums (``ClassStats``, about a reference point): equal to a plain sequential loop in
+  float64 within 1e-14;
+* scatter matrices (``ClassStats`` in blocks of float32 rows centred as LDA.fit centres them):
+  equal to one float64 product over the whole table within 1e-12 relative (only the order in
+  which BLAS adds block products differs: ~1e-16 observed);
 * LDA, PLDA and pAUCMetric with ``rows`` (a selection/reordering, no copy) equal the same fit
   on the copy X[rows]: bit for bit where the arithmetic is the same (LDA, pAUCMetric with a
   fixed scale), and within 1e-12 where the auto scale's sum of squares is now summed by blocks;
@@ -19,6 +20,7 @@ import pytest
 from test_plda import assert_plda_close, kaldi_em_reference, synthetic
 
 from pauc_backend.models import blocked, lda as lda_module
+from pauc_backend.models.class_stats import ClassStats
 from pauc_backend.models.lda import LDA
 from pauc_backend.models.metric_learning import PaucMetric, TripletMetric
 from pauc_backend.models.plda import PLDA
@@ -41,20 +43,22 @@ def test_class_sums_equal_a_sequential_loop(small_blocks):
     X, y, rng = table(1, num_speakers=60, dim=5)
     rows = rng.permutation(len(X))[: len(X) - 7]  # a reordered selection
     labels = y[rows]
-    sums, counts, _ = blocked.class_sums(X, rows, labels, labels.max() + 1, size=10)
-    expected = np.zeros_like(sums)
+    stats = ClassStats().add_table(X, labels, rows)
+    expected = np.zeros((labels.max() + 1, X.shape[1]))
     for row, label in zip(rows, labels):
         expected[label] += X[row].astype(np.float64)
-    np.testing.assert_array_equal(sums, expected)
-    np.testing.assert_array_equal(counts, np.bincount(labels, minlength=labels.max() + 1))
+    counts = np.bincount(labels, minlength=labels.max() + 1)
+    np.testing.assert_array_equal(stats.counts(), counts[counts > 0])
+    np.testing.assert_allclose(stats.class_means(), (expected / counts[:, None])[counts > 0],
+                               rtol=1e-14, atol=1e-14)
 
 
 def test_centred_scatter_equals_one_float64_product(small_blocks):
-    X, _, rng = table(2, num_speakers=80)
+    X, y, rng = table(2, num_speakers=80)
     rows = rng.permutation(len(X))
-    centre = X.astype(np.float64).mean(axis=0)
-    got = blocked.centred_scatter(X, rows, centre, size=13)
-    ref = X[rows].astype(np.float64) - centre
+    got = ClassStats().add_table(X, y[rows], rows).total_scatter()
+    ref = X[rows].astype(np.float64)
+    ref -= ref.mean(axis=0)
     np.testing.assert_allclose(got, ref.T @ ref, rtol=1e-12, atol=1e-12 * np.abs(got).max())
 
 
@@ -70,11 +74,13 @@ def test_first_nonfinite_finds_the_first_bad_row_of_the_selection(small_blocks):
 def test_lda_scatter_in_blocks_equals_the_whole_table_product(small_blocks):
     X, y, _ = table(4, num_speakers=50, dim=7)
     mean = X.astype(np.float64).mean(axis=0).astype(np.float32)
-    tot, btw = lda_module._scatter_matrices(X, mean, y, y.max() + 1)
+    stats = ClassStats().add_table(X, y, centre=mean)  # LDA.fit's statistics
     centred = (X - mean).astype(np.float64)
+    centred -= centred.mean(axis=0)  # about the mean of the (float) centred vectors
     ref_tot = centred.T @ centred
     means = np.array([centred[y == s].sum(axis=0) for s in range(y.max() + 1)])
     ref_btw = (means / np.bincount(y)[:, None]).T @ means
+    tot, btw = stats.total_scatter(), stats.between_scatter()
     np.testing.assert_allclose(tot, ref_tot, rtol=1e-12, atol=1e-12 * np.abs(ref_tot).max())
     np.testing.assert_allclose(btw, ref_btw, rtol=1e-12, atol=1e-12 * np.abs(ref_btw).max())
 

@@ -111,6 +111,7 @@ def test_vector_sum_accumulates_rows_in_order(X):
 @settings(max_examples=60, deadline=None)
 @given(matrices(max_rows=5, max_cols=40))
 def test_norm_is_a_sequential_float32_sum(X):
+    assert vector_norms(X).shape == (X.shape[0],)
     for row, norm in zip(X, vector_norms(X)):
         total = np.float32(0)
         for value in row:
@@ -122,6 +123,7 @@ def test_norm_is_a_sequential_float32_sum(X):
 @given(matrices(), st.booleans())
 def test_normalisation_matches_scalar_reference(X, scaleup):
     Y, ratios = normalize_length(X, scaleup=scaleup)
+    assert Y.shape == X.shape and len(ratios) == X.shape[0]
     for row, out, ratio in zip(X, Y, ratios):
         norm = vector_norms(row[None])[0]
         expected_ratio = np.float32(norm / np.sqrt(X.shape[1])) if scaleup else norm
@@ -148,6 +150,7 @@ def test_speaker_means_match_float32_loop(X, data):
     lists = [data.draw(st.lists(st.integers(0, X.shape[0] - 1), min_size=1, max_size=7))
              for _ in range(num_spk)]
     means, counts = speaker_means(X, lists)
+    assert len(means) == len(counts) == num_spk
     for utts, mean, count in zip(lists, means, counts):
         acc = X[utts[0]].copy()
         for u in utts[1:]:

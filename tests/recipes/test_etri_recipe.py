@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from conftest import ETRI, REPO, tool_env
+from conftest import ETRI, REPO, need, tool_env
 
 RECIPE = REPO / "recipes" / "etri"
 SYSTEMS = ["Cosine (raw vectors)", "Cosine", "TripletMetric (length-norm)",
@@ -38,8 +38,7 @@ def table_rows(text):
 
 @pytest.fixture(scope="module")
 def etri_run(tmp_path_factory):
-    if not (ETRI / "trials").is_file():
-        pytest.skip("../shared/realdata/etri is not beside the checkout")
+    need(ETRI / "trials")
     work = tmp_path_factory.mktemp("etri")
     # Without stage 5 (pAUCMetric (auto): minutes of cross-fitting; test_recipe_auto_stage.py
     # runs it on a small candidate set).
@@ -79,14 +78,16 @@ def test_etri_table_has_every_system_with_finite_figures(etri_run):
 
 
 def test_committed_results_md_holds_the_table_the_recipe_produces(etri_run):
-    """RESULTS.md's main table is what run.sh prints (baselines exactly; the metric rows to
-    rounding, as BLAS may differ between machines), plus the pAUCMetric (auto) row of stage 5."""
+    """Regression pin: RESULTS.md's main table (our own earlier output) is what run.sh prints
+    (baselines exactly; the metric rows to rounding, as BLAS may differ between machines), plus
+    the pAUCMetric (auto) row of stage 5. The baselines' EERs are also Kaldi's (above)."""
     _, stdout = etri_run
     _, produced = table_rows(stdout)
     _, committed = table_rows((RECIPE / "RESULTS.md").read_text())
     assert [s for s in committed if s != "pAUCMetric (auto)"] == list(produced)
     for system, values in produced.items():
         tolerance = 0.0 if system in ("Cosine (centred)", "PLDA") else 0.02
+        assert len(values) == len(committed[system]) == 7, system
         for ours, theirs in zip(values, committed[system]):
             assert abs(ours - theirs) <= tolerance + 1e-9, (system, values, committed[system])
 

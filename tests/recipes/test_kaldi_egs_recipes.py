@@ -98,9 +98,8 @@ def snapshot(directory, pattern):
 # ---------------------------------------------------------------------------------- sre16
 @pytest.fixture(scope="module")
 def sre16(tmp_path_factory):
-    from conftest import GOLDEN as golden
-    if not golden.is_dir():
-        pytest.skip("../shared/golden is not beside the checkout")
+    from conftest import GOLDEN, need
+    golden = need(GOLDEN)
     egs = tmp_path_factory.mktemp("sre16_v2")
     copy_set(golden, "train", egs, "exp/xvectors_sre_combined", "data/sre_combined")
     copy_set(golden, "adapt", egs, "exp/xvectors_sre16_major")
@@ -241,9 +240,8 @@ def reference_plda_scores(golden, mean, trials):
 
 @pytest.fixture(scope="module")
 def sitw(tmp_path_factory):
-    from conftest import GOLDEN as golden
-    if not golden.is_dir():
-        pytest.skip("../shared/golden is not beside the checkout")
+    from conftest import GOLDEN, need
+    golden = need(GOLDEN)
     egs = tmp_path_factory.mktemp("sitw_v2")
     nnet = "exp/xvector_nnet_1a"
     copy_set(golden, "train", egs, nnet + "/xvectors_train_combined_200k",
@@ -413,9 +411,8 @@ def kaldi_root():
 @pytest.fixture(scope="module")
 def sre16_real(kaldi_root, tmp_path_factory):
     """egs/sre16/v2 in miniature with the real Kaldi, run whole with --use-kaldi=true --nj 1."""
-    from conftest import GOLDEN as golden
-    if not golden.is_dir():
-        pytest.skip("../shared/golden is not beside the checkout")
+    from conftest import GOLDEN, need
+    golden = need(GOLDEN)
     egs = tmp_path_factory.mktemp("sre16_v2_kaldi")
     copy_set(golden, "train", egs, "exp/xvectors_sre_combined", "data/sre_combined")
     copy_set(golden, "adapt", egs, "exp/xvectors_sre16_major")
@@ -501,9 +498,8 @@ UNKNOWN_TRIALS = 1600  # appended to sitw's trial lists: an enrollment key with 
 def sitw_real(kaldi_root, tmp_path_factory):
     """egs/sitw/v2 in miniature with the real Kaldi; its trial lists end with 1600 trials of an
     unknown speaker, so that with --nj 11 the last part holds only unknown keys."""
-    from conftest import GOLDEN as golden
-    if not golden.is_dir():
-        pytest.skip("../shared/golden is not beside the checkout")
+    from conftest import GOLDEN, need
+    golden = need(GOLDEN)
     egs = tmp_path_factory.mktemp("sitw_v2_kaldi")
     nnet = "exp/xvector_nnet_1a"
     copy_set(golden, "train", egs, nnet + "/xvectors_train_combined_200k",

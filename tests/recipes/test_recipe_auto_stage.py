@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from conftest import BIN, ETRI, REPO, SHARED, tool_env
+from conftest import ETRI, REPO, SHARED, need, tool_env
 
 TIMIT = SHARED / "realdata" / "timit-ge2e"
 CHEAP = ("--num-folds=2 --lda-dims=50 --candidates=plda,pauc_lnorm --num-iters=100 "
@@ -37,10 +37,7 @@ def eer(scores, trials):
 @pytest.mark.parametrize("recipe,data,enroll_utts", [("etri", ETRI, 3), ("timit", TIMIT, 0)])
 def test_auto_stage_builds_held_out_trials_like_the_evaluation(tmp_path, recipe, data,
                                                               enroll_utts):
-    if not data.is_dir():
-        pytest.skip("%s is not beside the checkout" % data)
-    if not (BIN / "train-pauc-auto").exists():
-        pytest.skip("train-pauc-auto is not in this checkout")
+    need(data)
     proc = run(recipe, "--stop-stage", 1, "--dir", tmp_path, data)
     assert proc.returncode == 0, proc.stdout.decode() + proc.stderr.decode()
     proc = run(recipe, "--stage", 5, "--stop-stage", 5, "--auto-opts", CHEAP, "--dir", tmp_path,

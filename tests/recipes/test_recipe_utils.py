@@ -68,13 +68,37 @@ def test_local_run_reports_failed_jobs_with_exit_status_1(tmp_path):
     assert proc.returncode == 1 and "job failed, log is in log/single.log" in proc.stderr
 
 
+def most_at_once(events):
+    """The largest number of jobs running at once, from 'JOB start|end NANOSECONDS' lines."""
+    changes = sorted((int(t), 1 if what == "start" else -1)
+                     for _, what, t in (line.split() for line in events))
+    running = most = 0
+    for _, step in changes:                 # an end before a start at the same nanosecond
+        running += step
+        most = max(most, running)
+    return most
+
+
+def run_recorded_jobs(tmp_path, max_jobs, num_jobs):
+    """num_jobs jobs through local_run.sh, each writing its start and end time (ns) to one
+    file and sleeping 0.5 s between them; the file's lines."""
+    events = tmp_path / ("events%d" % max_jobs)
+    command = ('echo "JOB start $(date +%%s%%N)" >> %s; sleep 0.5; '
+               'echo "JOB end $(date +%%s%%N)" >> %s' % (events, events))
+    proc = bash('"$1"/local_run.sh --max-jobs-run %d JOB=1:%d log/l.JOB.log bash -c "$2"'
+                % (max_jobs, num_jobs), UTILS, command, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    lines = events.read_text().splitlines()
+    assert sorted(l.split()[:2] for l in lines) == sorted(
+        [str(j), w] for j in range(1, num_jobs + 1) for w in ("start", "end")), lines
+    return lines
+
+
 def test_local_run_keeps_to_max_jobs_run(tmp_path):
-    # Each job holds a lock directory for a while: two jobs at once would collide.
-    command = "mkdir lock && sleep 0.2 && rmdir lock"
-    proc = bash('"$1"/local_run.sh --max-jobs-run 1 JOB=1:3 log/l.JOB.log bash -c "$2"', UTILS,
-                command, cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr + "".join(
-        p.read_text() for p in (tmp_path / "log").glob("*.log"))
+    # every job's start and end is recorded: with --max-jobs-run 1 no two intervals overlap
+    assert most_at_once(run_recorded_jobs(tmp_path, 1, 3)) == 1
+    # the recorder sees overlaps: 3 jobs allowed at once do run together
+    assert most_at_once(run_recorded_jobs(tmp_path, 3, 3)) >= 2
 
 
 def test_evaluate_reports_pauc_as_na_when_the_band_holds_no_nontarget(tmp_path):

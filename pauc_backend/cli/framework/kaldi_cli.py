@@ -371,9 +371,10 @@ class Tool:
 
         ``num_args`` is an int, a tuple of allowed counts, or None (``run`` checks itself and
         raises UsageError). ``outputs`` picks the positional outputs (an index or a slice of
-        ``args``, or a function of ``args``: wspecifiers or wxfilenames) whose folders are checked before ``run`` starts,
-        so a missing output directory is an ERROR before any input is read, not after the
-        work. ``run`` returns an exit code (None means 0).
+        ``args``, or a function of ``args``: wspecifiers or wxfilenames) whose folders are
+        checked, and which are locked to the end of the run, before ``run`` starts, so a
+        missing output directory or another run writing an output is an ERROR before any
+        input is read, not after the work. ``run`` returns an exit code (None means 0).
         """
         if argv is None:
             argv = sys.argv[1:]
@@ -404,13 +405,12 @@ class Tool:
         stdout_lost = False
         try:
             self.validate(opts)
-            if outputs is not None:
-                from pauc_backend.kaldi_io.streams import check_output
-                picked = outputs(args) if callable(outputs) else args[outputs] if args else []
-                for output in ([picked] if isinstance(picked, str) else picked):
-                    check_output(output)
             from pauc_backend.kaldi_io.commit import output_group
             with output_group():   # every file the run writes is replaced together, or none
+                if outputs is not None:   # checked, and locked to the end of the run
+                    from pauc_backend.kaldi_io.streams import check_outputs
+                    picked = outputs(args) if callable(outputs) else args[outputs] if args else []
+                    check_outputs([picked] if isinstance(picked, str) else picked)
                 code = run(opts, args)
         except BrokenPipeError as err:  # SIGPIPE is ignored, so a vanished reader lands here
             self._error(_BROKEN_STDOUT, err)

@@ -19,18 +19,29 @@ def check_lookups(spk2utt, position, spk2utt_name=None, vectors_name=None):
     """KaldiError saying what is probably wrong when most spk2utt utterances have no vector
     (e.g. utt2spk given where spk2utt is expected), instead of one WARNING per utterance."""
     total = sum(len(utts) for utts in spk2utt.values())
+    found = sum(utt in position for utts in spk2utt.values() for utt in utts)
+    check_lookup_counts(spk2utt, total, found, len(position),
+                        lambda: sum(spk in position for spk in spk2utt),
+                        spk2utt_name, vectors_name)
+
+
+def check_lookup_counts(spk2utt, total, found, num_vectors, count_speaker_keys,
+                        spk2utt_name=None, vectors_name=None):
+    """``check_lookups`` from counts (for vectors that were streamed, not kept): ``total``
+    utterances listed, ``found`` of them with a vector, ``num_vectors`` read;
+    ``count_speaker_keys()``: how many speakers of spk2utt were keys of the vectors (called
+    only when every list has one utterance)."""
     if not total:
         return
-    found = sum(utt in position for utts in spk2utt.values() for utt in utts)
     missing = total - found
     if found and (found >= MIN_FOUND * total or missing < MIN_MISSING):
         return
     table = spk2utt_name or "the spk2utt table"
     vectors = vectors_name or "the vectors"
-    if not position:
+    if not num_vectors:
         raise KaldiError("No vectors read from %s (empty input)" % vectors)
     if (all(len(utts) == 1 for utts in spk2utt.values())
-            and sum(spk in position for spk in spk2utt) > found):
+            and count_speaker_keys() > found):
         raise KaldiError("%s looks like an utt2spk table (its keys are utterances of %s and "
                          "each has one token): give spk2utt there (utils/utt2spk_to_spk2utt.pl "
                          "makes it)" % (table, vectors))

@@ -7,6 +7,8 @@ vectorised ``score_fn`` and written as ``key1 key2 %.7g`` of the float32 score, 
 Trials are streamed in and scores out (kaldi_io.trials.iter_fields, kaldi_io.keyed.KeyIndex).
 """
 
+import itertools
+
 import numpy as np
 
 from pauc_backend.cli.framework.kaldi_cli import format_float
@@ -15,6 +17,7 @@ from pauc_backend.kaldi_io import format_scores, streams
 from pauc_backend.kaldi_io.keyed import table_key_index
 from pauc_backend.kaldi_io.trials import iter_fields
 from pauc_backend.metrics.moments import Float32Moments
+from pauc_backend.voxceleb import utterance_key
 
 CHUNK_SIZE = 1 << 20
 MAX_WARNINGS = 20       # Kaldi warns once per trial with an unknown key; we stop after these
@@ -23,6 +26,7 @@ _LABEL_TOKENS = {b"0", b"1", b"target", b"nontarget"}
 VOXCELEB_CONVERTER = ("convert-voxceleb-trials <list> <trials>, which maps id10270/x6uYqmx31kE/"
                       "00001.wav to Kaldi's key id10270-x6uYqmx31kE-00001")
 MIN_JUDGED = 10         # a shorter list is never judged: its warnings say enough
+MAX_MAPPED = 200000     # table keys mapped to egs/voxceleb/v2 form by the diagnosis (error path)
 
 
 def index_keys(keys, duplicate_message):
@@ -46,8 +50,54 @@ def _key_index(keys):
     return table_key_index(keys)
 
 
+def _text(key):
+    return key.decode("utf-8", "replace")
+
+
+def _voxceleb_hint(trial_keys, index, table_name):
+    """The mapping to name when the trial keys and the table's keys are the two forms of
+    VoxCeleb utterance names (paths ``id10270/x6uYqmx31kE/00001.wav``, egs/voxceleb/v2 keys
+    ``id10270-x6uYqmx31kE-00001``); None otherwise. Runs on the error path only: at most
+    MAX_MAPPED table keys are mapped, each sampled trial key is looked up once."""
+    sample = [_text(key) for key in np.unique(trial_keys)[:EARLY_CHECK]]
+    mapped = {}
+    for key in itertools.islice((k for k in index.keys if b"/" in k), MAX_MAPPED):
+        short = utterance_key(_text(key))
+        if short is not None:
+            mapped.setdefault(short, _text(key))
+    for key in sample:
+        if key in mapped:
+            return ("the %s vectors' keys are VoxCeleb paths (e.g. '%s') and the trials' "
+                    "keys their egs/voxceleb/v2 form (e.g. '%s'): import the vectors again with "
+                    "import-vectors, which maps VoxCeleb path keys to that form as "
+                    "convert-voxceleb-trials maps the list's paths"
+                    % (table_name, mapped[key], key))
+    for key in sample:
+        short = utterance_key(key) if "/" in key else None
+        if short is not None and short.encode("utf-8") in index.ids:
+            return ("the trials' keys are VoxCeleb paths (e.g. '%s') and the %s vectors' "
+                    "keys their egs/voxceleb/v2 form (e.g. '%s'): make the trials from the "
+                    "VoxCeleb list with %s" % (key, table_name, short, VOXCELEB_CONVERTER))
+    return None
+
+
+def _examples(key1, key2, enroll, test, enroll_name, test_name):
+    """One key of each side: " (keys seen: trial 'a b'; training vectors 'x'; test vectors
+    'y')"."""
+    def first(index):
+        return "'%s'" % index.text(0) if len(index) else "none"
+    return " (keys seen: trial '%s %s'; %s vectors %s; %s vectors %s)" % (
+        _text(key1[0]), _text(key2[0]), enroll_name, first(enroll), test_name, first(test))
+
+
 def _diagnose(key1, key2, enroll, test, enroll_name, test_name):
-    """Why (almost) no trial key is known: swapped tables, or keys of the wrong kind."""
+    """Why (almost) no trial key is known: swapped tables, a VoxCeleb list or the other form of
+    VoxCeleb keys, or keys of the wrong kind; ends with one key of each side."""
+    return (_cause(key1, key2, enroll, test, enroll_name, test_name)
+            + _examples(key1, key2, enroll, test, enroll_name, test_name))
+
+
+def _cause(key1, key2, enroll, test, enroll_name, test_name):
     in_enroll1 = np.mean(enroll.lookup(key1) >= 0)
     in_test2 = np.mean(test.lookup(key2) >= 0)
     if np.mean(test.lookup(key1) >= 0) > 0.5 and np.mean(enroll.lookup(key2) >= 0) > 0.5:
@@ -59,6 +109,11 @@ def _diagnose(key1, key2, enroll, test, enroll_name, test_name):
                 "x6uYqmx31kE/00001.wav id10270/8jEAjG6SegY/00008.wav`) does: convert it into "
                 "Kaldi's `<enroll-key> <test-key> target|nontarget` with %s"
                 % (key1[0].decode("utf-8", "replace"), VOXCELEB_CONVERTER))
+    for keys, index, name, share in ((key2, test, test_name, in_test2),
+                                     (key1, enroll, enroll_name, in_enroll1)):
+        hint = _voxceleb_hint(keys, index, name) if share < 0.5 else None
+        if hint:
+            return hint
     parts = []
     if in_enroll1 < 0.5:
         parts.append("%d%% of its first keys (e.g. %s) are in the %s vectors" % (

@@ -30,6 +30,31 @@ interpolated), minDCF, pAUC, AUC and actDCF come from those rates. Whenever --p-
 --partitions) and, with --llr, act_c_primary."""
 
 
+def register_allow_partial(tool):
+    """``--allow-partial`` of the tools that join scores with a trials file (compute-eer-pauc,
+    compare-systems); ``check_coverage`` applies it."""
+    tool.register("allow-partial", False, "With a trials file: evaluate even when the scores "
+                  "cover only part of its trials (the report then says how many); without it "
+                  "that is an error, since the figures would describe another list")
+
+
+def check_coverage(log, allow_partial, scored_by, num_scored, num_listed, trials_rx):
+    """An evaluation of part of the trial list is a KaldiError unless ``allow_partial`` (then
+    one WARNING; the caller's report carries ``num_scored/num_listed``). ``scored_by`` is the
+    subject and verb, e.g. ``"exp/scores/plda scores"`` or ``"exp/a and exp/b both score"``.
+    compute_min_dcf.py ignores unscored trials silently; a score file cut short or scored on the
+    wrong table must not pass."""
+    if num_scored >= num_listed:
+        return
+    text = "%s %d of the %d trials of %s (%.3g%%)" % (
+        scored_by, num_scored, num_listed, trials_rx, 100.0 * num_scored / num_listed)
+    if not allow_partial:
+        raise KaldiError(text + ": the figures would describe part of the list; score every "
+                         "trial, or give --allow-partial=true to evaluate the scored ones (the "
+                         "report then says how many)")
+    log.warning("Evaluating part of the trial list (--allow-partial): " + text)
+
+
 def register_options(tool):
     tool.register("bootstrap", 0, "Number of cluster-bootstrap resamples for confidence "
                   "intervals (0: none)", bounds=(">=0",))

@@ -21,9 +21,10 @@ files. For EER, minDCF (each --p-target), pAUC[--pauc-alpha, --pauc-beta] and AU
 the figures of A and B, the relative difference (B - A) / A, its percentile interval
 (--confidence) over the resamples, and the share of resamples in which B is better (lower
 EER / minDCF, higher pAUC / AUC; ties count one half). Only trials scored in both files are
-used. With --utt2spk the clusters are the speakers of the trial keys (keys not in it are
-their own speaker), as they should be when one speaker has several enrollment models or
-test segments.
+used; when they are only part of the trials file's list that is an error, as in
+compute-eer-pauc, unless --allow-partial=true (the report then says scored/listed). With
+--utt2spk the clusters are the speakers of the trial keys (keys not in it are their own
+speaker), as they should be when one speaker has several enrollment models or test segments.
 
 Usage: compare-systems [options] <scores-A> <scores-B> <trials>
 e.g.: compare-systems --utt2spk=ark:data/test/utt2spk exp/scores/{plda,pauc_auto} data/trials
@@ -46,6 +47,7 @@ tool.register("report", "table", "What to print: table (Markdown rows) or json",
               choices=("table", "json"))
 tool.register("name-a", "A", "Name of system A in the report")
 tool.register("name-b", "B", "Name of system B in the report")
+extras.register_allow_partial(tool)
 
 
 tool.check(extras.check_band_and_priors)
@@ -85,6 +87,7 @@ def run(opts, args):
     log = tool.log
     keys = KeySpace()
     trials = read_labelled_trials(trials_rx, keys)
+    num_listed = len(trials)
     other = PairTable.read(scores_b, keys, "score", noun="scores", what="scores file")
     a, (is_target, b), (ids1, ids2) = join_columns(log, scores_a, keys, [trials, other],
                                                    key_ids=True)
@@ -92,6 +95,8 @@ def run(opts, args):
     if a.size == 0:
         raise KaldiError("No trial of %s is scored in both %s and %s"
                          % (trials_rx, scores_a, scores_b))
+    extras.check_coverage(log, opts.allow_partial, "%s and %s both score" % (scores_a, scores_b),
+                          a.size, num_listed, trials_rx)
     if not is_target.any() or is_target.all():
         raise KaldiError("No %s trials are scored in both files"
                          % ("target" if not is_target.any() else "non-target"))
@@ -110,21 +115,28 @@ def run(opts, args):
                                                    setting)
     rows = paired_summary(stats_a, stats_b, evaluate(a, is_target, setting).summary,
                           evaluate(b, is_target, setting).summary, setting, opts.confidence)
+    listed = "" if a.size == num_listed else " of the %d listed" % num_listed
     log.log("Paired bootstrap: %d resamples of %d enrollment and %d test clusters (seed %d) "
-            "over %d trials (%d target)" % (opts.bootstrap, boot_a.num_enroll,
-                                             boot_a.num_test, opts.seed, a.size,
-                                             int(is_target.sum())))
+            "over %d trials%s (%d target)" % (opts.bootstrap, boot_a.num_enroll,
+                                               boot_a.num_test, opts.seed, a.size, listed,
+                                               int(is_target.sum())))
     dropped = opts.bootstrap - min(item["resamples"] for item in rows)
     if dropped:
         log.warning("%d of %d resamples lost every target or every non-target (or left a "
                     "figure undefined) and were dropped: too few clusters for a meaningful "
                     "interval" % (dropped, opts.bootstrap))
     if opts.report == "json":
-        sys.stdout.write(json.dumps({"a": scores_a, "b": scores_b, "trials": int(a.size),
-                                     "level": opts.confidence, "resamples": opts.bootstrap,
-                                     "seed": opts.seed, "metrics": rows}, indent=1) + "\n")
+        report = {"a": scores_a, "b": scores_b, "trials": int(a.size)}
+        if listed:
+            report["trials_listed"] = num_listed
+        report.update({"level": opts.confidence, "resamples": opts.bootstrap,
+                       "seed": opts.seed, "metrics": rows})
+        sys.stdout.write(json.dumps(report, indent=1) + "\n")
     else:
         sys.stdout.write(format_table(rows, opts, setting))
+        if listed:
+            sys.stdout.write("\nScored in both files: %d/%d listed trials (--allow-partial).\n"
+                             % (a.size, num_listed))
     return 0
 
 

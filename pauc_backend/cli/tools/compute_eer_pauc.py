@@ -43,16 +43,13 @@ tool.register("report", "kaldi", "What to print: kaldi (EER on stdout, the rest 
               "table (one row) or json", choices=("kaldi", "table", "json"))
 tool.register("llr", False, "Scores are calibrated log-likelihood ratios: also report actDCF, "
               "Cllr and minCllr")
-tool.register("allow-partial", False, "With a trials file: evaluate even when the scores cover "
-              "only part of its trials (the report then says how many); without it that is an "
-              "error, since the figures would describe another list")
+extras.register_allow_partial(tool)
 tool.register("det-plot", "", "Write a DET plot here (.png or .pdf)")
 tool.register("roc-plot", "", "Write a ROC plot with the pAUC band shaded here (.png or .pdf)")
 extras.register_options(tool)
 
 
 tool.check(extras.check_band_and_priors)
-
 
 
 def _log_kaldi(summary, opts):
@@ -92,21 +89,6 @@ def _log_kaldi(summary, opts):
                                 else ""))
 
 
-def _check_coverage(opts, args, num_scored, num_listed):
-    """An evaluation of part of the trial list is an ERROR unless --allow-partial (then one
-    WARNING, and the table/JSON report carry the count). compute_min_dcf.py ignores unscored
-    trials silently; a score file cut short or scored on the wrong table must not pass."""
-    if num_scored >= num_listed:
-        return
-    text = ("%s scores %d of the %d trials of %s (%.3g%%)" % (
-        args[0], num_scored, num_listed, args[1], 100.0 * num_scored / num_listed))
-    if not opts.allow_partial:
-        raise KaldiError(text + ": the figures would describe part of the list; score every "
-                         "trial, or give --allow-partial=true to evaluate the scored ones (the "
-                         "report then says how many)")
-    tool.log.warning("Evaluating part of the trial list (--allow-partial): " + text)
-
-
 def run(opts, args):
     extras.check_options(opts, len(args))
     p_targets = extras.p_targets(opts.p_target)
@@ -125,7 +107,8 @@ def run(opts, args):
                                                      key_ids=need_keys)
         key_ids = ids[0] if ids else ()
         del trials
-        _check_coverage(opts, args, scores.size, num_listed)
+        extras.check_coverage(tool.log, opts.allow_partial, "%s scores" % args[0], scores.size,
+                              num_listed, args[1])
         if not is_target.any() or is_target.all():
             raise KaldiError("No %s trials have scores" % (
                 "target" if not is_target.any() else "non-target"))

@@ -4,7 +4,7 @@ utterance keys of egs/voxceleb/v2 (local/make_voxceleb1_v2.pl)."""
 from pauc_backend.cli.framework.kaldi_cli import Tool
 from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import open_output, streams
-from pauc_backend.voxceleb import convert_trials
+from pauc_backend.voxceleb import convert_trials, split_lines
 
 USAGE = """
 Convert a VoxCeleb1 trial list (lines "1|0 <path1> <path2>": the lists O, E and H, cleaned
@@ -35,7 +35,7 @@ def run(opts, args):
                                                              err.start)) from None
     lines, speakers = [], {}
     counts = {"target": 0, "nontarget": 0}
-    for enroll, test, label, spk1, spk2 in convert_trials(text.splitlines(),
+    for enroll, test, label, spk1, spk2 in convert_trials(split_lines(text),
                                                           streams.printable(list_rx)):
         lines.append("%s %s %s\n" % (enroll, test, label))
         counts[label] += 1

@@ -8,23 +8,32 @@ from pauc_backend.cli.options.plda import (read_plda_model, read_transformed,
 from pauc_backend.cli.options.score_norm import (HELP_TEXT, check_score_norm_options,
                                                   normalizing_score_fn,
                                                   register_score_norm_options)
+from pauc_backend.cli.framework.domain_check import warn_if_out_of_domain
 from pauc_backend.cli.framework.trial_scoring import score_trial_list
 from pauc_backend.errors import KaldiError
+from pauc_backend.models.domain import OUT_OF_DOMAIN_SHIFT, ShiftAccumulator
 
-USAGE = """
+USAGE = ("""
 Computes log-likelihood ratios for trials using a PLDA model (as ivector-plda-scoring).
 The trials file has lines <key1> <key2> [<target|nontarget>] (Kaldi accepts only two
 columns; a third is ignored here) and the output has lines <key1> <key2> <score>;
 a trial with an unknown key is skipped with a warning.
 The enrollment vectors are averages over each speaker's utterances; --num-utts gives
 the number of utterances per speaker (default 1), which affects the scoring.
+One WARNING when the enrollment and test vectors look out of the PLDA's training domain: their
+mean (PLDA space, before length normalisation) more than %g within-speaker standard deviations
+from the PLDA's mean (pauc_backend/models/domain.py says how that threshold was measured).
 
 Usage: score-plda-trials [options] <plda> <enroll-vector-rspecifier> <test-vector-rspecifier> <trials-rxfilename> <scores-wxfilename>
 e.g.: score-plda-trials --num-utts=ark:exp/enroll_num_utts.ark exp/plda ark:exp/enroll_final.ark ark:exp/test_final.ark data/trials scores/plda
-""" + HELP_TEXT + """Here each cohort vector counts as one utterance (it is the test side of an enrollment's
+""" % OUT_OF_DOMAIN_SHIFT) + HELP_TEXT + """Here each cohort vector counts as one utterance (it is the test side of an enrollment's
 cohort trials and the enrollment side, n = 1, of a test vector's); the enrollment vectors
 keep their --num-utts.
 """
+
+PLDA_REMEDY = ("adapt the PLDA to unlabelled in-domain vectors with adapt-plda and centre the "
+               "vectors on their mean (compute-vector-mean, subtract-vector-mean), as "
+               "egs/sre16/v2 does")
 
 tool = Tool("score-plda-trials", USAGE)
 register_plda_options(tool)
@@ -67,6 +76,7 @@ def run(opts, args):
         raise KaldiError("No training iVectors present.")
     log.log("Average renormalization scale on training iVectors was %s"
             % format_float(factors.astype(np.float64).sum() / len(enroll_keys)))
+    enroll_factors = factors
     log.log("Reading test iVectors")
     test_keys, U_test, _, factors, _ = read_transformed(
         log, plda, test_rspecifier, opts, "", "Duplicate test iVector found for utterance %s")
@@ -75,6 +85,10 @@ def run(opts, args):
         raise KaldiError("No test iVectors present.")
     log.log("Average renormalization scale on test iVectors was %s"
             % format_float(factors.astype(np.float64).sum() / len(test_keys)))
+    shift = ShiftAccumulator(plda.dim)     # PLDA space before the length normalisation
+    for U, scale in ((U_enroll, enroll_factors), (U_test, factors)):
+        shift.add(U, row_scale=scale if opts.normalize_length else None)
+    warn_if_out_of_domain(log, shift.value(), "enrollment and test vectors", PLDA_REMEDY)
 
     def score_fn(enroll_rows, test_rows):
         return plda.score_pairs(U_enroll, U_test, enroll_rows, test_rows, num_utts)

@@ -3,11 +3,11 @@
 import numpy as np
 
 from pauc_backend.cli.framework.kaldi_cli import Tool, format_float, format_vector
-from pauc_backend.errors import KaldiError
+from pauc_backend.cli.framework.labelled_stream import Spool, centred_stats, read_utt2spk_pass
 from pauc_backend.cli.framework.speaker_tables import read_utt2spk
-from pauc_backend.kaldi_io import read_vector_table, write_matrix
+from pauc_backend.errors import KaldiError
+from pauc_backend.kaldi_io import write_matrix
 from pauc_backend.models.lda import LDA
-from pauc_backend.cli.framework.vector_input import check_finite
 from pauc_backend.models.preprocessing import vector_norms
 
 USAGE = """
@@ -18,9 +18,12 @@ dimension.  By default it will normalize so that the projected within-class cova
 is unit; --total-covariance-factor=1.0 normalizes the total covariance instead.
 Note: the transform we produce is actually an affine transform which will also set
 the global mean to zero (apply it with transform-vectors).
-Memory: the vectors are held once, as float (Kaldi holds them too, to subtract their mean);
-the mean and the total and between-class scatter are accumulated in double (as Kaldi's
-CovarianceStats) from blocks of rows, never from a double copy of the table.
+Memory: no table is held (Kaldi holds every vector, as float, to subtract their mean): the
+vectors stream in (a pipe is fine) and go to an unlinked temporary file in $TMPDIR (4 bytes
+per dimension and vector); a second and third pass over it compute the mean (summed in table
+order, Kaldi's order for a sorted table), then each speaker's sum and count and the scatter
+of the vectors centred on it (in float, as Kaldi), in double (Kaldi's CovarianceStats), on
+two threads. utt2spk is held (~150 bytes per utterance).
 
 Usage:  train-lda [options] <vector-rspecifier> <utt2spk-rspecifier> <lda-matrix-out>
 e.g.:
@@ -38,48 +41,20 @@ tool.register("covariance-floor", 1.0e-06, "Floor the eigenvalues of the interpo
 tool.register("binary", True, "Write output in binary mode")
 
 
-def select_utterances(log, keys, utt2spk):
-    """Rows kept by ivector-compute-lda, in its std::map (sorted key) order, and their speakers.
-
-    A repeated utterance (after the first) or one missing from utt2spk is skipped with Kaldi's
-    warning. Sorted, duplicate-free input (the usual case) gives ``rows=None``: all, in order.
-    """
-    speakers = list(map(utt2spk.get, keys))
-    in_order = all(a < b for a, b in zip(keys, keys[1:]))
-    if in_order and None not in speakers:
-        return None, speakers
-    first = {}
-    for row, utt in enumerate(keys):
-        if utt in first:
-            log.warning("Duplicate iVector found for utterance %s, ignoring it." % utt)
-        elif speakers[row] is None:
-            log.warning("utt2spk has no entry for utterance %s, skipping it." % utt)
-            first[utt] = -1
-        else:
-            first[utt] = row
-    rows = [row for _, row in sorted(first.items()) if row >= 0]
-    return rows, [speakers[row] for row in rows]
-
-
 def run(opts, args):
     vector_rspecifier, utt2spk_rspecifier, lda_wxfilename = args
     log = tool.log
-    keys, X = read_vector_table(vector_rspecifier)
     utt2spk = read_utt2spk(utt2spk_rspecifier)
-    rows, speakers = select_utterances(log, keys, utt2spk)
-    log.log("Read %d utterances, %d with errors." % (len(speakers), len(keys) - len(speakers)))
-    if not speakers:
-        raise KaldiError("Did not read any utterances from %s." % vector_rspecifier)
-    log.log("Computing within-class covariance.")
-    if rows is not None:
-        rows = np.asarray(rows, dtype=np.intp)
-    check_finite(keys, X, vector_rspecifier, rows)
-    speaker_index = {}
-    labels = np.fromiter((speaker_index.setdefault(spk, len(speaker_index)) for spk in speakers),
-                         dtype=np.intp, count=len(speakers))
+    with Spool("the vectors of %s" % vector_rspecifier) as spool:
+        labels, num_done, num_err = read_utt2spk_pass(log, vector_rspecifier, utt2spk, spool)
+        log.log("Read %d utterances, %d with errors." % (num_done, num_err))
+        if not num_done:
+            raise KaldiError("Did not read any utterances from %s." % vector_rspecifier)
+        log.log("Computing within-class covariance.")
+        stats, mean = centred_stats(spool, labels)
     try:
         lda = LDA(dim=opts.dim, total_covariance_factor=opts.total_covariance_factor,
-                  covariance_floor=opts.covariance_floor).fit(X, labels, rows=rows)
+                  covariance_floor=opts.covariance_floor).fit_stats(stats, centre=mean)
     except ValueError as err:
         raise KaldiError("%s (vectors from %s, speakers from %s)"
                          % (err, vector_rspecifier, utt2spk_rspecifier)) from None

@@ -1,5 +1,7 @@
 """train-pauc-auto: pAUCMetric (auto), a back-end chosen by cross-fitting on training speakers."""
 
+import os
+
 import numpy as np
 
 from pauc_backend.persist.auto_backend import write_model_dir
@@ -9,6 +11,7 @@ from pauc_backend.cli.framework.speaker_tables import gather_speakers
 from pauc_backend.cli.framework.vector_input import check_finite
 from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import read_token_table, read_token_vector_table, read_vector_table
+from pauc_backend.kaldi_io.commit import claim_outputs
 from pauc_backend.kaldi_io.streams import check_writable
 from pauc_backend.models import auto_params
 from pauc_backend.models.auto_backend import AutoBackend, dim_label
@@ -156,6 +159,10 @@ def _option_names(err):
 def run(opts, args):
     vector_rspecifier, spk2utt_rspecifier, model_dir = args
     check_writable(model_dir, directory=True)
+    if not opts.fold_stage:
+        # one run writes a model directory: a second stops here, before reading any input
+        # (fold jobs share their fold directory; each locks its own outputs as it writes)
+        claim_outputs([os.path.realpath(model_dir)])
     log = tool.log
     progress = Progress(1, "train-pauc-auto")
 
