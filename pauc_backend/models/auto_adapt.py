@@ -26,7 +26,8 @@ trials among them. So the rating sees the shift in the mean and in the total cov
 cannot see how the covariance shift divides between speakers and within speakers (the map
 scales both alike), a shift that is not linear, or vectors scored later that differ from the
 adaptation set. The final model takes the mean and the adaptation from the real adaptation
-set.
+set. An adaptation set of fewer vectors than twice their dimension is too small for its
+covariance: the folds are then not moved (logged).
 
 Domain statistics: ``domain_of`` gives the models.domain.TrainingDomain the model directory
 stores (training mean and within-speaker whitening of the raw training vectors; with an

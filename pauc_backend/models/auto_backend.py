@@ -217,8 +217,14 @@ class AutoBackend:
         if X_adapt is not None:        # each held-out fold moved into the adaptation domain
             rows, _ = auto_adapt.adapt_rows(X_adapt.shape[0], self.max_adapt_vectors,
                                             self.random_state)
-            plan.fold_maps = [auto_adapt.coral_map(X, plan.adapt_rows(k), X_adapt, rows)
-                              for k in range(self.num_folds)]
+            if rows.size >= 2 * X.shape[1]:
+                plan.fold_maps = [auto_adapt.coral_map(X, plan.adapt_rows(k), X_adapt, rows)
+                                  for k in range(self.num_folds)]
+            else:
+                self._log("The adaptation set has %d vectors, fewer than twice their dimension "
+                          "(%d): too few for its covariance, so the held-out folds are not "
+                          "moved into its domain (only its mean and the adapted PLDA are "
+                          "used)" % (rows.size, X.shape[1]))
         plan = CrossFit(self, plan)
         self.num_speakers_ = plan.num_speakers
         self.fold_of_vector_ = plan.fold_of_vector
