@@ -159,3 +159,15 @@ def test_adapt_errors_are_one_error_and_no_model(small, tmp_path):
     errs = [l for l in proc.stderr.decode().splitlines() if l.startswith("ERROR")]
     assert proc.returncode == 255 and len(errs) == 1 and "--adapt" in errs[0], errs
     assert not (tmp_path / "m").exists()
+
+
+def test_model_dir_without_system_txt_says_what_to_do(tmp_path):
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m/plda").write_text("not a model\n")
+    (tmp_path / "e.ark").write_text("")
+    proc = run_tool("score-pauc-auto", tmp_path / "m", "ark:%s" % (tmp_path / "e.ark"),
+                    "ark:%s" % (tmp_path / "e.ark"), tmp_path / "trials", tmp_path / "out")
+    errs = [l for l in proc.stderr.decode().splitlines() if l.startswith("ERROR")]
+    assert proc.returncode != 0 and len(errs) == 1, proc.stderr.decode()
+    assert "has no system.txt" in errs[0] and "train-pauc-auto" in errs[0]
+    assert "score-plda-trials" in errs[0] and not (tmp_path / "out").exists()

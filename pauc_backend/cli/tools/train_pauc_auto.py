@@ -57,6 +57,15 @@ fits and scorings; at one dimension, on m folds, the two metrics (--num-iters it
 With fewer than 2 m folds there is no candidate screening. The log and system.txt say what
 was screened on what and what was promoted, and why.
 
+What cross-fitting cannot see: its held-out speakers are training speakers, so a shift
+between the training domain and the vectors you will score is invisible to it. Give
+--adapt=<unlabelled vectors of that domain>: the scored vectors are then centred on their
+mean, the adapted PLDA (0.75/0.25) and pAUCMetric on its latent vectors replace the PLDA ones
+among the default candidates, and each held-out fold is moved into the adaptation set's
+domain (its mean and total covariance, one linear map) before it is rated; the log and
+system.txt give the adaptation set's size and domain shift (models/domain.py) before and
+after. Without it, score-pauc-auto warns when the scored vectors look out of domain.
+
 The input vectors are RAW (as extracted, not mean-subtracted). The model directory holds
 Kaldi-format pieces (mean.vec, transform.mat, plda, metric_*, fusion) and system.txt, which
 names the chosen system and its cross-fitted figures. Score with score-pauc-auto.
