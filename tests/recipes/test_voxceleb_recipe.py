@@ -124,7 +124,7 @@ def test_every_system_echoes_kaldi_eer_and_min_dcf(voxceleb):
     root, egs, stdout = voxceleb
     lines = stdout.splitlines()
     trials = "data/voxceleb1_test/trials"
-    names = {"PLDA": "", "Cosine (raw vectors)": "_cosine_raw", "Cosine": "_cosine",
+    names = {"PLDA": "", "Cosine (raw vectors)": "_cosine_raw", "Cosine (centred)": "_cosine",
              "pAUCMetric (length-norm)": "_pauc_lnorm", "pAUCMetric (PLDA latent)": "_pauc_plda",
              "pAUCMetric (auto)": "_pauc_auto"}
     for label in SYSTEMS:
