@@ -14,7 +14,7 @@ import pytest
 from conftest import ETRI, REPO, need, tool_env
 
 RECIPE = REPO / "recipes" / "etri"
-SYSTEMS = ["Cosine (raw vectors)", "Cosine", "TripletMetric (length-norm)",
+SYSTEMS = ["Cosine (raw vectors)", "Cosine (centred)", "TripletMetric (length-norm)",
            "pAUCMetric (length-norm)", "PLDA", "TripletMetric (PLDA latent)",
            "pAUCMetric (PLDA latent)"]
 

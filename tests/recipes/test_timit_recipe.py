@@ -21,9 +21,9 @@ from conftest import REPO, SHARED, need, need_module, tool_env
 
 TIMIT = SHARED / "realdata" / "timit-ge2e"
 RECIPE = REPO / "recipes" / "timit"
-SYSTEMS = ["Cosine (raw vectors)", "Cosine", "pAUCMetric (length-norm)", "PLDA",
+SYSTEMS = ["Cosine (raw vectors)", "Cosine (centred)", "pAUCMetric (length-norm)", "PLDA",
            "pAUCMetric (PLDA latent)"]
-ALL_SYSTEMS = ["Cosine (raw vectors)", "Cosine", "TripletMetric (length-norm)",
+ALL_SYSTEMS = ["Cosine (raw vectors)", "Cosine (centred)", "TripletMetric (length-norm)",
                "pAUCMetric (length-norm)", "PLDA", "TripletMetric (PLDA latent)",
                "pAUCMetric (PLDA latent)"]
 
