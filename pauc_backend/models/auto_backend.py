@@ -35,7 +35,7 @@ models.auto_params (default, allowed values, help), which train-pauc-auto reads 
 import numpy as np
 
 from pauc_backend.heartbeat import Heartbeat
-from pauc_backend.models import auto_params, selection
+from pauc_backend.models import auto_adapt, auto_params, selection
 from pauc_backend.models.auto_crossfit import CrossFit
 from pauc_backend.models.auto_folds import dim_label
 from pauc_backend.models.auto_params import DEFAULT_CANDIDATES, DEFAULT_LDA_DIMS  # noqa: F401
@@ -76,7 +76,8 @@ class AutoBackend:
                  dplda_lambdas=_D("dplda_lambdas"), random_state=_D("random_state"),
                  log=None, max_trials=_D("max_trials"), progress=None,
                  progress_interval=_D("progress_interval"), max_speakers=_D("max_speakers"),
-                 max_vectors=_D("max_vectors"), screen_factor=_D("screen_factor")):
+                 max_vectors=_D("max_vectors"), screen_factor=_D("screen_factor"),
+                 max_adapt_vectors=_D("max_adapt_vectors")):
         self.lda_dims = lda_dims
         self.candidates = candidates
         self.num_folds = num_folds
@@ -102,6 +103,7 @@ class AutoBackend:
         self.max_speakers = max_speakers
         self.max_vectors = max_vectors
         self.screen_factor = screen_factor
+        self.max_adapt_vectors = max_adapt_vectors
 
     # -- scikit-learn conventions ---------------------------------------------------------------
     @classmethod
@@ -125,7 +127,7 @@ class AutoBackend:
         auto_params.check(values)
         for name in ("lda_dims", "candidates", "dplda_lambdas", "max_trials",
                      "max_utts_per_speaker", "max_fusion_trials", "max_rating_fusion_trials",
-                     "max_speakers", "max_vectors"):
+                     "max_speakers", "max_vectors", "max_adapt_vectors"):
             setattr(self, name, auto_params.normalised(name, getattr(self, name)))
         return values
 
@@ -152,7 +154,7 @@ class AutoBackend:
             scores, labels, self.fusion_prior, self.fusion_regularization, limit,
             self.random_state + 7)
 
-    def _check(self, X, y, groups):
+    def _check(self, X, y, groups, adapted=False):
         X = np.asarray(X)
         if X.dtype != np.float32:
             X = X.astype(np.float32)
@@ -170,19 +172,24 @@ class AutoBackend:
             raise ValueError("groups must have one entry per vector")
         self.check_params()
         names = list(self.candidates)
+        if adapted and tuple(names) == tuple(DEFAULT_CANDIDATES):
+            names = list(auto_adapt.adapted_candidates(names))
+        auto_adapt.check_candidates(names, adapted)
         return X, y, {name: parse_candidate(name) for name in names}
 
     # -- fitting -----------------------------------------------------------------------------
-    def fit(self, X, y, groups=None):
+    def fit(self, X, y, groups=None, X_adapt=None):
         """Cross-fit every candidate on raw training vectors X (n, D) with speaker labels y,
         keep one by held-out pAUC[alpha, beta] (``selection``), retrain it on all speakers.
+        ``X_adapt``: unlabelled raw vectors of the domain to be scored (models.auto_adapt:
+        the centring mean, the adapted PLDA and what the cross-fitting can see).
 
         The same in steps, for folds run as separate jobs (train-pauc-auto --fold-stage):
         ``plan = prepare(X, y, groups)``; for each stage 1..3, ``cross_fit_stage(plan,
         stage, folds)`` on each job's folds and ``add_fold_results(plan, stage, results)``
         of all folds; then ``finish(plan)``. A stage depends on the previous one of every
         fold (it is defined by its ratings)."""
-        plan = self.prepare(X, y, groups)
+        plan = self.prepare(X, y, groups, X_adapt)
         try:
             for stage in (1, 2, 3):
                 self.add_fold_results(plan, stage, self.cross_fit_stage(plan, stage))
@@ -195,15 +202,30 @@ class AutoBackend:
             self._heartbeat.close()
         self._heartbeat = None            # a fitted model holds no thread (picklable)
 
-    def prepare(self, X, y, groups=None):
+    def prepare(self, X, y, groups=None, X_adapt=None):
         """Check the data and the parameters, choose the cross-fitting subset, deal the
         speaker folds, build every fold's held-out trials (models.auto_policy); returns the
         plan. Resets the store of held-out scores."""
-        X, y, members = self._check(X, y, groups)
+        X, y, members = self._check(X, y, groups, X_adapt is not None)
+        if X_adapt is not None:
+            X_adapt = auto_adapt.check_adapt(X_adapt, X.shape[1])
         self._heartbeat = (Heartbeat(self.progress, self.progress_interval)
                            if self.progress is not None else None)
         self.n_features_in_ = X.shape[1]
-        plan = CrossFit(self, make_plan(self, X, y, groups, members))
+        plan = make_plan(self, X, y, groups, members)
+        plan.adapt = X_adapt
+        if X_adapt is not None:        # each held-out fold moved into the adaptation domain
+            rows, _ = auto_adapt.adapt_rows(X_adapt.shape[0], self.max_adapt_vectors,
+                                            self.random_state)
+            if rows.size >= 2 * X.shape[1]:
+                plan.fold_maps = [auto_adapt.coral_map(X, plan.adapt_rows(k), X_adapt, rows)
+                                  for k in range(self.num_folds)]
+            else:
+                self._log("The adaptation set has %d vectors, fewer than twice their dimension "
+                          "(%d): too few for its covariance, so the held-out folds are not "
+                          "moved into its domain (only its mean and the adapted PLDA are "
+                          "used)" % (rows.size, X.shape[1]))
+        plan = CrossFit(self, plan)
         self.num_speakers_ = plan.num_speakers
         self.fold_of_vector_ = plan.fold_of_vector
         self.dplda_lambda_ = None
@@ -274,11 +296,26 @@ class AutoBackend:
                                                               self.num_speakers_)
             self.pipeline_.progress = lambda step=None, **f: (
                 hb.note(where=where, step=step, **f) if step is not None else hb.idle())
+        A = plan.adapt
+        rows = subset = None
+        if A is not None:
+            rows, subset = auto_adapt.adapt_rows(A.shape[0], self.max_adapt_vectors,
+                                                 self.random_state)
         try:
-            self.pipeline_.fit(X, y, n_jobs=self.n_jobs)
+            self.pipeline_.fit(X, y, n_jobs=self.n_jobs, adapt=A, adapt_rows=rows)
         finally:
             self.pipeline_.progress = None
             self._close()
+        self.domain_, train_domain = auto_adapt.domain_of(X, y, A, rows)
+        self.adapt_lines_ = []
+        if A is not None:
+            self.adapt_lines_ = auto_adapt.adaptation_report(train_domain, self.domain_,
+                                                             self.pipeline_, A, rows, subset)
+            self._log("Adaptation set (%s): centring mean from it%s; its domain shift "
+                      "(models.domain): %s" % (
+                          subset, ", PLDA adapted to it" if self.pipeline_.plda_adapt_
+                          is not None else "", ", ".join(
+                              line.replace(" ", " = ") for line in self.adapt_lines_[1:])))
         return self
 
     def _complexity(self, rows):
@@ -375,6 +412,7 @@ class AutoBackend:
         for key in ("pauc", "pauc_001", "eer", "min_dcf"):
             lines.append("heldout_%s %.6g" % (key, self.chosen_[key]))
         lines += getattr(self, "reason_lines_", [])
+        lines += getattr(self, "adapt_lines_", [])
         lines += getattr(self, "crossfit_", [])
         return "\n".join(lines) + "\n"
 

@@ -32,6 +32,12 @@ class CrossFit:
     def train_rows(self, fold):
         return self.plan.train_rows(fold)
 
+    def adapt_rows(self, fold):
+        return self.plan.adapt_rows(fold)
+
+    def held_out(self, fold, vectors):
+        return self.plan.held_out(fold, vectors)
+
     # -- stages ------------------------------------------------------------------------------
     def stage_work(self, stage):
         """The Stage cross-fitted in ``stage`` (1, 2 or 3) on every fold. Stages 2 and 3 need

@@ -49,7 +49,9 @@ def fold_task(est, plan, stage, dim, k, progress=None):
             pipe.dplda_lambdas = tuple(stage.lambdas)
         pipe.progress = progress
         try:
-            pipe.fit(X, y[train_rows], rows=train_rows)
+            held = plan.adapt_rows(k)     # the fold's own vectors, in the adaptation domain
+            pipe.fit(X, y[train_rows], rows=train_rows,
+                     adapt=None if held is None else plan.held_out(k, X[held]))
             break
         except (ValueError, np.linalg.LinAlgError) as err:
             lost = [s for s in attempt if system(base_system(s)).needs_plda]
@@ -66,7 +68,7 @@ def fold_task(est, plan, stage, dim, k, progress=None):
     plain = tuple(s for s in pipe.systems if base_system(s) != "dplda")
     if plain:
         pipe.systems = plain
-        cols = _score(pipe, X, t)
+        cols = _score(pipe, X, t, plan, k)
         scores.update((name, cols[:, j]) for j, name in enumerate(plain))
     dplda = tuple(s for s in attempt if base_system(s) == "dplda")
     if dplda and pipe.dplda_:          # the same pipeline, scoring with each lambda's model
@@ -74,7 +76,7 @@ def fold_task(est, plan, stage, dim, k, progress=None):
         pipe.__dict__.pop("_cohort_feats", None)      # the cohort in the dplda's space
         for lam in sorted(pipe.dplda_):
             pipe.dplda_lambda = lam
-            cols = _score(pipe, X, t)
+            cols = _score(pipe, X, t, plan, k)
             scores.update(("%s@%r" % (name, lam), cols[:, j]) for j, name in enumerate(dplda))
     figures = {name: trial_figures(col, t.is_target, est.alpha, est.beta)
                for name, col in scores.items()}
@@ -83,9 +85,9 @@ def fold_task(est, plan, stage, dim, k, progress=None):
     return figures, kept, errors
 
 
-def _score(pipe, X, t):
-    fe = pipe.features(t.enroll_vectors(X), t.num_utts)
-    ft = pipe.features(X[t.test_rows], 1)
+def _score(pipe, X, t, plan, k):
+    fe = pipe.features(plan.held_out(k, t.enroll_vectors(X)), t.num_utts)
+    ft = pipe.features(plan.held_out(k, X[t.test_rows]), 1)
     return pipe.score(fe, ft, t.enroll_index, t.test_index, t.num_utts)
 
 

@@ -8,7 +8,11 @@ log and the fold outputs; its ``title`` in sentences and tables; a one-line ``su
   LDA: what a user of neural embeddings already has); ``lda``: centred by the training mean,
   LDA (none: the identity), unit length; ``latent``: the PLDA latent vectors of the centred,
   LDA-projected vectors length-normalised to sqrt(dim) (Plda::TransformIvector with num_utts,
-  the paper's "PLDA-based" preprocessing, Section V-B).
+  the paper's "PLDA-based" preprocessing, Section V-B); ``latent_adapt``: the same with the
+  PLDA adapted to unlabelled in-domain vectors (ivector-adapt-plda with the recipes'
+  --within-covar-scale=0.75 --between-covar-scale=0.25; the paper's "PLDA-adp"), which exists
+  only when the back-end is given an adaptation set (AutoBackend.fit X_adapt,
+  train-pauc-auto --adapt).
 * ``head``: how two of them are scored. ``dot``: the dot product (ivector-compute-dot-
   products); ``plda``: Kaldi's PLDA log-likelihood ratio with num_utts (ivector-plda-
   scoring); ``dplda``: the discriminative PLDA's quadratic form (models.discriminative_plda);
@@ -30,8 +34,8 @@ tools), so stored models and options that say "cosine" still read as ``cosine_ce
 from dataclasses import dataclass
 
 __all__ = ["System", "SYSTEMS", "ALIASES", "NORMS", "system", "base_system", "canonical",
-           "parse_candidate", "dim_free", "needs_plda", "title", "candidate_title",
-           "trained_parameters", "help_text"]
+           "parse_candidate", "dim_free", "needs_plda", "needs_adapt", "adapted_candidate",
+           "title", "candidate_title", "trained_parameters", "help_text"]
 
 
 @dataclass(frozen=True)
@@ -44,7 +48,12 @@ class System:
 
     @property
     def needs_plda(self):
-        return self.space == "latent" or self.head in ("plda", "dplda")
+        return self.space in ("latent", "latent_adapt") or self.head in ("plda", "dplda")
+
+    @property
+    def needs_adapt(self):
+        """Exists only with an adaptation set (the adapted PLDA)."""
+        return self.space == "latent_adapt"
 
     @property
     def dim_free(self):
@@ -61,7 +70,8 @@ SYSTEMS = (
     System("cosine_raw", "Cosine (raw vectors)", "raw", "dot",
            "cosine of the raw vectors (no mean, no LDA)"),
     System("cosine_centred", "Cosine (centred)", "lda", "dot",
-           "cosine of the vectors centred by the training mean, after the LDA"),
+           "cosine of the vectors centred by the training mean (with --adapt: the "
+           "adaptation set's), after the LDA"),
     System("plda", "PLDA", "latent", "plda",
            "Kaldi's PLDA on the centred, LDA-projected, length-normalised vectors"),
     System("dplda", "Discriminative PLDA", "latent", "dplda",
@@ -70,6 +80,10 @@ SYSTEMS = (
            "pAUCMetric on the unit-length LDA vectors"),
     System("pauc_latent", "pAUCMetric (PLDA latent)", "latent", "metric",
            "pAUCMetric on the PLDA latent vectors"),
+    System("plda_adapt", "PLDA-adp", "latent_adapt", "plda",
+           "Kaldi's PLDA adapted to the adaptation set (needs --adapt)"),
+    System("pauc_latent_adapt", "pAUCMetric (PLDA-adp latent)", "latent_adapt", "metric",
+           "pAUCMetric on the adapted PLDA's latent vectors (needs --adapt)"),
 )
 ALIASES = {"cosine": "cosine_centred"}
 NORMS = {"as": "AS-norm"}
@@ -122,6 +136,24 @@ def needs_plda(members):
     return any(system(base_system(m)).needs_plda for m in members)
 
 
+def needs_adapt(members):
+    return any(system(base_system(m)).needs_adapt for m in members)
+
+
+def adapted_candidate(name):
+    """The candidate's counterpart with an adaptation set: each PLDA-latent member on the
+    adapted PLDA (plda -> plda_adapt, pauc_latent -> pauc_latent_adapt, AS-norm kept); None
+    for one with the discriminative PLDA (it has no adapted counterpart)."""
+    swap = {"plda": "plda_adapt", "pauc_latent": "pauc_latent_adapt"}
+    members = []
+    for member in parse_candidate(name):
+        base, sep, norm = member.partition(":")
+        if base == "dplda":
+            return None
+        members.append(swap.get(base, base) + sep + norm)
+    return "+".join(members)
+
+
 def title(member):
     """'plda:as' -> 'PLDA + AS-norm'."""
     base, _, norm = member.partition(":")
@@ -161,4 +193,4 @@ def trained_parameters(members, lda_dim, dim, num_speakers):
 
 def help_text():
     """One line per system for --help: 'key = Title: summary'."""
-    return "\n".join("  %-15s %s: %s" % (s.key, s.title, s.summary) for s in SYSTEMS)
+    return "\n".join("  %-18s %s: %s" % (s.key, s.title, s.summary) for s in SYSTEMS)

@@ -5,13 +5,20 @@
     transform.mat  LDA [A | b] (float matrix; transform-vec / ivector-transform); with
                    "lda_dim none" in system.txt the identity [I | 0]
     plda           Kaldi <Plda> (ivector-plda-scoring), if a member system needs it
+    plda_adapt     the PLDA adapted to the adaptation set (ivector-adapt-plda), if a member
+                   system needs it (train-pauc-auto --adapt)
+    domain_mean.vec, domain_whitener.mat   the training-domain statistics of the domain check
+                   (models.domain.TrainingDomain: mean and within-speaker whitening of the
+                   raw training vectors; with --adapt the adaptation set's mean). A directory
+                   without them (an older version's) scores without the check.
     dplda          discriminative PLDA (models.discriminative_plda), if a member is dplda: one
                    double matrix of 3d+1 rows x d, the blocks Q1 (enrollment quadratic), Q2
                    (test quadratic), P (cross term) of s = e'Q1 e + t'Q2 t + 2 e'P t + c over
                    the PLDA latent vectors, then the row [c 0 ... 0]
     metric_pauc_lnorm, metric_pauc_latent   pAUCMetric M (double matrix; score-pauc-trials)
-    cohort.ark, cohort_num_utts.ark   AS-norm cohort: training speakers' raw mean vectors and
-                   their sizes (as ivector-mean writes them), if a member system uses AS-norm
+    cohort.ark, cohort_num_utts.ark   AS-norm cohort: one raw vector of each training speaker
+                   and the number of vectors each stands for (1; older versions stored the
+                   speakers' mean vectors and their sizes), if a member system uses AS-norm
     fusion         <LinearCalibration> weights over the members' scores (apply-calibration)
 
 The directory is written under a temporary name and renamed at the end, so a failure never
@@ -34,6 +41,7 @@ from pauc_backend.models.auto_backend import AutoBackend
 from pauc_backend.models.auto_systems import base_system, canonical, system
 from pauc_backend.models.backend_pipeline import BackendPipeline
 from pauc_backend.models.discriminative_plda import DiscriminativePLDA
+from pauc_backend.models.domain import TrainingDomain
 from pauc_backend.models.plda import PLDA
 
 
@@ -62,6 +70,15 @@ def _write_model_dir(path, model, binary=True, extra_lines=()):
         if pipe.plda_ is not None:
             write_plda(os.path.join(tmp, "plda"), pipe.plda_.mean_, pipe.plda_.transform_,
                        pipe.plda_.psi_, binary=binary)
+        if getattr(pipe, "plda_adapt_", None) is not None:
+            p = pipe.plda_adapt_
+            write_plda(os.path.join(tmp, "plda_adapt"), p.mean_, p.transform_, p.psi_,
+                       binary=binary)
+        domain = getattr(model, "domain_", None)
+        if domain is not None:
+            write_vector(os.path.join(tmp, "domain_mean.vec"), domain.mean_, binary=binary)
+            write_matrix(os.path.join(tmp, "domain_whitener.mat"), domain.whitener_,
+                         binary=binary)
         if "dplda" in {base_system(s) for s in pipe.systems}:
             dp = pipe.dplda_model()
             offset = np.zeros((1, dp.dim))
@@ -98,11 +115,18 @@ def read_card(path):
                 parts = line.split(None, 1)
                 if parts:
                     card[parts[0]] = parts[1].strip() if len(parts) > 1 else ""
+    except FileNotFoundError:
+        raise KaldiError("%s has no system.txt, so it is not a model directory written by "
+                         "train-pauc-auto: give the <model-dir-out> of train-pauc-auto (or "
+                         "write one with pauc_backend.persist.auto_backend.write_model_dir); "
+                         "a lone PLDA or metric is scored with score-plda-trials or "
+                         "score-pauc-trials" % path) from None
     except OSError as err:
         raise KaldiError("Cannot read model directory %s: %s" % (path, err.strerror)) from None
     for key in ("system", "dim"):
         if key not in card:
-            raise KaldiError("%s has no '%s' line: not a train-pauc-auto model" % (name, key))
+            raise KaldiError("%s has no '%s' line: not a train-pauc-auto model (retrain with "
+                             "train-pauc-auto)" % (name, key))
     return card
 
 
@@ -120,13 +144,12 @@ def read_model_dir(path):
     if affine.ndim != 2 or affine.shape[1] != mean.size + 1:
         raise KaldiError("%s/transform.mat has shape %s, expected (d, %d) for mean.vec of "
                          "dimension %d" % (path, affine.shape, mean.size + 1, mean.size))
-    plda = dplda = None
+    plda = dplda = plda_adapt = None
     bases = {base_system(s) for s in systems}
-    if any(system(b).needs_plda for b in bases):
-        plda = PLDA.from_params(*read_plda(os.path.join(path, "plda")))
-        if plda.dim != affine.shape[0]:
-            raise KaldiError("%s/plda has dimension %d but the LDA outputs %d"
-                             % (path, plda.dim, affine.shape[0]))
+    if any(system(b).needs_plda and not system(b).needs_adapt for b in bases):
+        plda = _read_plda(path, "plda", affine.shape[0])
+    if any(system(b).needs_adapt for b in bases):
+        plda_adapt = _read_plda(path, "plda_adapt", affine.shape[0])
     if "dplda" in bases:
         D = np.asarray(read_matrix(os.path.join(path, "dplda")), dtype=np.float64)
         d = affine.shape[0]
@@ -153,10 +176,33 @@ def read_model_dir(path):
     try:
         top_n = int(card.get("asnorm_top_n", 100))
         pipe = BackendPipeline.from_parts(systems, mean, affine, plda, metrics, cohort, counts,
-                                          top_n, dplda)
+                                          top_n, dplda, plda_adapt)
         if card.get("lda_dim") == "none":
             pipe.lda_dim = 0
         model = AutoBackend.from_parts(pipe, fusion, mean.size)
     except ValueError as err:
         raise KaldiError("Model directory %s: %s" % (path, err)) from None
+    model.domain_ = _read_domain(path, mean.size)
     return model, card
+
+
+def _read_plda(path, name, dim):
+    plda = PLDA.from_params(*read_plda(os.path.join(path, name)))
+    if plda.dim != dim:
+        raise KaldiError("%s/%s has dimension %d but the LDA outputs %d"
+                         % (path, name, plda.dim, dim))
+    return plda
+
+
+def _read_domain(path, dim):
+    """The stored TrainingDomain, or None in a directory written before they were stored."""
+    names = [os.path.join(path, n) for n in ("domain_mean.vec", "domain_whitener.mat")]
+    if not all(os.path.exists(n) for n in names):
+        return None
+    mean = np.asarray(read_vector(names[0]), dtype=np.float64)
+    whitener = np.asarray(read_matrix(names[1]), dtype=np.float64)
+    if (mean.shape != (dim,) or whitener.ndim != 2 or whitener.shape[1] != dim
+            or not np.all(np.isfinite(whitener)) or not np.all(np.isfinite(mean))):
+        raise KaldiError("%s/domain_mean.vec and domain_whitener.mat do not fit vectors of "
+                         "dimension %d" % (path, dim))
+    return TrainingDomain.from_params(mean, whitener)

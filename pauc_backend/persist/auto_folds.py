@@ -83,10 +83,14 @@ def data_digest(X, y, groups=None):
     return h.hexdigest()
 
 
-def run_digest(model, X, y, groups=None):
-    """{"options": ..., "options_digest": sha256 of them, "data_digest": ...}."""
+def run_digest(model, X, y, groups=None, X_adapt=None):
+    """{"options": ..., "options_digest": sha256 of them, "data_digest": ...}; with an
+    adaptation set (its statistics move the held-out folds, models.auto_adapt) its digest
+    is among the options."""
     model.check_params()
     options = model_options(model)
+    if X_adapt is not None:
+        options["adapt_digest"] = data_digest(X_adapt, np.zeros(len(X_adapt), np.int64))
     text = json.dumps(options, sort_keys=True)
     return {"options": options, "options_digest": hashlib.sha256(text.encode()).hexdigest(),
             "data_digest": data_digest(X, y, groups)}
@@ -350,11 +354,11 @@ def _previous(model, plan, fold_dir, stage, digest):
         model.add_fold_results(plan, before, results)
 
 
-def run_fold_job(model, X, y, groups, stage, folds, fold_dir, log=None):
+def run_fold_job(model, X, y, groups, stage, folds, fold_dir, log=None, X_adapt=None):
     """Stage ``stage`` of the cross-fitting on ``folds`` (0-based), written to fold_dir."""
-    digest = run_digest(model, X, y, groups)
+    digest = run_digest(model, X, y, groups, X_adapt)
     try:
-        plan = model.prepare(X, y, groups)
+        plan = model.prepare(X, y, groups, X_adapt)
         _previous(model, plan, fold_dir, stage, digest)
         work = model.stage_work(plan, stage)
         results = list(model.cross_fit_stage(plan, stage, folds))
@@ -370,11 +374,11 @@ def run_fold_job(model, X, y, groups, stage, folds, fold_dir, log=None):
             or "nothing to cross-fit", ",".join(map(str, work.dims)) or "-"))
 
 
-def combine(model, X, y, groups, fold_dir):
+def combine(model, X, y, groups, fold_dir, X_adapt=None):
     """AutoBackend.fit from the fold outputs in fold_dir: the same fitted model."""
-    digest = run_digest(model, X, y, groups)
+    digest = run_digest(model, X, y, groups, X_adapt)
     try:
-        plan = model.prepare(X, y, groups)
+        plan = model.prepare(X, y, groups, X_adapt)
         _previous(model, plan, fold_dir, 4, digest)
         return model.finish(plan)
     except ValueError as err:

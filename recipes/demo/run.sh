@@ -9,7 +9,9 @@
 #   0  make-synthetic-vectors: data/{train,adapt,enroll,test}, data/trials
 #   1  back-end training as egs/sre16/v2 stage 8: in-domain mean.vec, LDA, PLDA, adapted PLDA
 #   2  preprocessed vectors: length-normalised (unit length) and PLDA / PLDA-adp latent
-#   3  train-pauc-metric (--loss=pauc and --loss=triplet) on each preprocessing
+#   3  train-pauc-metric (--loss=pauc and --loss=triplet) on each preprocessing; pAUCMetric
+#      (auto): train-pauc-auto --adapt=<the adapt/ set> chooses a whole back-end by
+#      cross-fitting on the training speakers (with --auto true, the default)
 #   4  scoring of every system
 #   5  calibration (2-fold over the enrolled speakers)
 #   6  results table, DET and ROC plots
@@ -34,6 +36,8 @@ lda_dim=50
 nj=2            # parallel jobs for metric training and scoring
 durations=true  # utt2dur, duration-dependent noise, a development set and the QMF stage
 bootstrap=1000  # paired resamples of stage 7
+auto=true       # pAUCMetric (auto), trained with the adapt/ set as --adapt
+auto_opts=      # more options for train-pauc-auto
 help_message="Usage: $0 [options]
   --stage N        start at stage N (0..6; default 0)
   --stop-stage N   stop after stage N
@@ -45,6 +49,8 @@ help_message="Usage: $0 [options]
   --durations B    utterance durations (utt2dur), a development set and stage 7 (QMF)
                    (true|false, default $durations)
   --bootstrap N    paired resamples of stage 7 (default $bootstrap)
+  --auto B         pAUCMetric (auto) row, train-pauc-auto --adapt (true|false, default $auto)
+  --auto-opts S    more options for train-pauc-auto (e.g. \"--num-folds=3\")
 Each stage is printed with its elapsed time; logs go to <dir>/exp/log/."
 . utils/parse_options.sh || exit 1
 if [ $# -ne 0 ]; then
@@ -67,6 +73,11 @@ metric_systems="pauc_lnorm:lnorm:pauc triplet_lnorm:lnorm:triplet
 pauc_plda:plda:pauc triplet_plda:plda:triplet
 pauc_plda_adapt:plda_adapt:pauc triplet_plda_adapt:plda_adapt:triplet"
 systems="cosine triplet_lnorm pauc_lnorm plda triplet_plda pauc_plda plda_adapt triplet_plda_adapt pauc_plda_adapt"
+case "$auto" in
+  true) systems+=" pauc_auto" ;;
+  false) ;;
+  *) echo "$0: --auto must be true or false, got '$auto'" >&2; exit 1 ;;
+esac
 
 if [ $stage -le 0 ] && [ $stop_stage -ge 0 ]; then
   stage_begin 0 "synthetic corpus (seed $seed, dim $dim) in $data"
@@ -160,6 +171,13 @@ if [ $stage -le 3 ] && [ $stop_stage -ge 3 ]; then
       train-pauc-metric --loss=$loss ark:$data/train/spk2utt \
       scp:$(feats_of $pre)/train.scp $exp/metrics/$name
   done
+  if $auto; then
+    # RAW vectors: the back-end (its mean from adapt/, LDA, PLDA and its adapted twin, the
+    # metrics, a fusion) is chosen on the training speakers, enrollment by 3-vector means.
+    background $train_cmd $exp/log/train_pauc_auto.log \
+      train-pauc-auto --enroll-utts=3 --num-jobs=$nj --adapt=scp:$data/adapt/xvector.scp \
+      $auto_opts scp:$data/train/xvector.scp ark:$data/train/spk2utt $exp/pauc_auto
+  fi
   wait_background || exit 1
   stage_end
 fi
@@ -187,6 +205,12 @@ score_all() {
       score-pauc-trials $exp/metrics/$name scp:$feats/$enroll.scp scp:$feats/$test.scp \
       $list $out/$name
   done
+  if $auto; then     # raw vectors: the model directory holds its own mean, LDA and PLDA
+    background $train_cmd $exp/log/score_pauc_auto_$enroll.log \
+      score-pauc-auto --num-utts=ark:$exp/${enroll}_num_utts.ark $exp/pauc_auto \
+      scp:$exp/${enroll}_spk_xvector.scp scp:$data/$test/xvector.scp \
+      "cut -d' ' -f1,2 $list |" $out/pauc_auto
+  fi
 }
 
 if [ $stage -le 4 ] && [ $stop_stage -ge 4 ]; then

@@ -44,6 +44,7 @@ losses="pauc triplet"
 metric_opts=        # extra options for train-pauc-metric
 auto=false          # stage 16: pAUCMetric (auto)
 auto_opts=          # extra options for train-pauc-auto
+adapt=              # optional unlabelled in-domain vectors (rspecifier) for train-pauc-auto --adapt
 help_message="Usage: $0 [options] <egs-dir>      (e.g. . for the current directory)
   --stage N          first stage (10..15; default $stage)
   --stop-stage N     last stage
@@ -54,7 +55,9 @@ help_message="Usage: $0 [options] <egs-dir>      (e.g. . for the current directo
   --losses L         metrics to train, among \"pauc triplet\" (default \"$losses\")
   --metric-opts S    extra options for train-pauc-metric
   --auto B           stage 16: pAUCMetric (auto) (true|false, default $auto)
-  --auto-opts S      extra options for train-pauc-auto (e.g. \"--num-folds=3\")"
+  --auto-opts S      extra options for train-pauc-auto (e.g. \"--num-folds=3\")
+  --adapt RSPEC      unlabelled in-domain vectors for pAUCMetric (auto) (train-pauc-auto
+                     --adapt: centring mean and adapted PLDA from them; default none)"
 if [ -f "$script_dir/../common/utils/parse_options.sh" ]; then
   . "$script_dir/../common/utils/parse_options.sh" || exit 1
 else
@@ -247,7 +250,7 @@ if $auto && [ $stage -le 16 ] && [ $stop_stage -ge 16 ]; then
   }
   auto_dir=$nnet_dir/pauc_auto
   "$script_dir/../common/steps/pauc_auto.sh" --cmd "$train_cmd" --nj $nj \
-    --auto-opts "$auto_opts" --spk2utt data/train_combined_200k/spk2utt \
+    ${adapt:+--adapt "$adapt"} --auto-opts "$auto_opts" --spk2utt data/train_combined_200k/spk2utt \
     --num-utts ark:$nnet_dir/xvectors_sitw_dev_enroll/num_utts.ark $train "$(raw_enroll dev)" \
     scp:$nnet_dir/xvectors_sitw_dev_test/xvector.scp $(trials_of dev) $auto_dir || exit 1
   cp $auto_dir/scores/pauc_auto $scores_dir/sitw_dev_core_scores_pauc_auto || exit 1

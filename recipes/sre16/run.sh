@@ -240,7 +240,7 @@ if [ $stage -le 12 ] && [ $stop_stage -ge 12 ]; then
     "$enroll_lda $(prep_suffix lnorm)" "$test_lda $(prep_suffix lnorm)" \
     exp/scores/split$nj/sre16_eval/scores_cosine.JOB || exit 1
   merge_scores exp/scores/split$nj/sre16_eval exp/scores/sre16_eval_scores_cosine cosine || exit 1
-  report "Using Cosine" exp/scores/sre16_eval_scores_cosine || exit 1
+  report "Using $(system_label cosine)" exp/scores/sre16_eval_scores_cosine || exit 1
   for prep in $preps; do
     for loss in $losses; do
       system=${loss}_$prep
@@ -257,8 +257,10 @@ if [ $stage -le 12 ] && [ $stop_stage -ge 12 ]; then
 fi
 
 if $auto && [ $stage -le 13 ] && [ $stop_stage -ge 13 ]; then
-  # Trained on the raw training vectors, scored on the raw speaker means of the enrollment.
+  # Trained on the raw training vectors, scored on the raw speaker means of the enrollment;
+  # SRE16 major (unlabelled, in domain) is its adaptation set, as for the adapted PLDA above.
   "$script_dir/../common/steps/pauc_auto.sh" --cmd "$train_cmd" --nj $nj \
+    --adapt scp:$major/xvector.scp \
     --auto-opts "$auto_opts" --spk2utt data/sre_combined/spk2utt --num-utts $num_utts $train \
     "ark:$ivector_mean ark:data/sre16_eval_enroll/spk2utt scp:$enroll/xvector.scp ark:- |" \
     scp:$test/xvector.scp $sre16_trials exp/pauc_auto || exit 1

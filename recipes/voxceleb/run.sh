@@ -55,6 +55,7 @@ metric_opts=        # extra options for train-pauc-metric
 auto=true           # stage 15: pAUCMetric (auto)
 auto_opts=          # extra options for train-pauc-auto, e.g. "--num-folds=3"
 qmf_systems=        # stage 17: the systems calibrated (default: every scored one)
+adapt=              # optional unlabelled in-domain vectors (rspecifier) for train-pauc-auto --adapt
 help_message="Usage: $0 [options] <egs-dir>      (e.g. . for the current directory)
   --stage N          first stage (10..17; default $stage)
   --stop-stage N     last stage
@@ -69,7 +70,9 @@ help_message="Usage: $0 [options] <egs-dir>      (e.g. . for the current directo
   --auto B           train and score pAUCMetric (auto) (true|false, default $auto)
   --auto-opts S      extra options for train-pauc-auto (e.g. \"--seed=1\")
   --qmf-systems S    stage 17: systems to calibrate, e.g. \"plda cosine_raw\" (default: every
-                     scored one)"
+                     scored one)
+  --adapt RSPEC      unlabelled in-domain vectors for pAUCMetric (auto) (train-pauc-auto
+                     --adapt: centring mean and adapted PLDA from them; default none)"
 if [ -f "$script_dir/../common/utils/parse_options.sh" ]; then
   . "$script_dir/../common/utils/parse_options.sh" || exit 1
 else
@@ -220,10 +223,10 @@ fi
 
 if $auto && [ $stage -le 15 ] && [ $stop_stage -ge 15 ]; then
   # Held-out trials built like VoxCeleb1-O: a single segment against a single segment.
-  echo "$0: train-pauc-auto --enroll-utts=0 $auto_opts (minutes; log: $train/log/train_pauc_auto.log)"
+  echo "$0: train-pauc-auto --enroll-utts=0 ${adapt:+--adapt=$adapt} $auto_opts (minutes; log: $train/log/train_pauc_auto.log)"
   $train_cmd $train/log/train_pauc_auto.log \
-    train-pauc-auto --enroll-utts=0 $auto_opts scp:$train/xvector.scp ark:data/train/spk2utt \
-    $train/pauc_auto || exit 1
+    train-pauc-auto --enroll-utts=0 ${adapt:+"--adapt=$adapt"} $auto_opts \
+    scp:$train/xvector.scp ark:data/train/spk2utt $train/pauc_auto || exit 1
   awk -v script="$0" '$1 == "system" || $1 == "lda_dim" || $1 ~ /^heldout_(pauc|eer|min_dcf)$/ {
       line = line (line == "" ? "" : ", ") $1 " " $2 }
     END { print script ": chosen: " line }' $train/pauc_auto/system.txt || exit 1

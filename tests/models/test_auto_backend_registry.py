@@ -32,7 +32,9 @@ def test_each_system_has_one_key_and_one_title():
 def test_system_properties_follow_from_space_and_head():
     for s in auto_systems.SYSTEMS:
         assert s.dim_free == (s.space == "raw")
-        assert s.needs_plda == (s.space == "latent" or s.head in ("plda", "dplda"))
+        assert s.needs_plda == (s.space in ("latent", "latent_adapt")
+                                or s.head in ("plda", "dplda"))
+        assert s.needs_adapt == (s.space == "latent_adapt")
         assert s.cheap == (s.head in ("dot", "plda"))
     # what the selection rule counts: nothing for raw cosine, more for every piece added
     D, S = 64, 40
@@ -92,7 +94,7 @@ def test_the_tool_registers_every_declared_option_with_its_default():
             assert shown == str(value), p.option
     # every system of the registry is taught by --help, with its title
     for s in auto_systems.SYSTEMS:
-        assert "%s %s:" % (s.key.ljust(15), s.title) in text
+        assert "%s %s:" % (s.key.ljust(18), s.title) in text
 
 
 @pytest.mark.parametrize("param", [p for p in auto_params.options() if p.bounds],

@@ -8,9 +8,10 @@ import pytest
 
 from conftest import REPO, tool_env
 
-SYSTEMS = ["Cosine", "TripletMetric (length-norm)", "pAUCMetric (length-norm)",
+SYSTEMS = ["Cosine (centred)", "TripletMetric (length-norm)", "pAUCMetric (length-norm)",
            "PLDA", "TripletMetric (PLDA latent)", "pAUCMetric (PLDA latent)",
-           "PLDA-adp", "TripletMetric (PLDA-adp latent)", "pAUCMetric (PLDA-adp latent)"]
+           "PLDA-adp", "TripletMetric (PLDA-adp latent)", "pAUCMetric (PLDA-adp latent)",
+           "pAUCMetric (auto)"]
 METRICS = ["EER(%)", "minDCF(0.01)", "pAUC[0,0.01]", "AUC", "AP(%)", "actDCF(0.01)", "Cllr"]
 
 
@@ -36,8 +37,10 @@ def table_rows(text):
 def demo(tmp_path_factory):
     out = tmp_path_factory.mktemp("demo")
     # From an unrelated working directory, writing under --dir.
+    # pAUCMetric (auto) in a quick setting (the plumbing; the README's row is the default's)
     proc = subprocess.run(["bash", str(REPO / "recipes/demo/run.sh"), "--dir", "work",
-                           "--bootstrap", "200"],
+                           "--bootstrap", "200",
+                           "--auto-opts", "--num-folds=3 --lda-dims=none --num-iters=60"],
                           cwd=out, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           env=tool_env(), timeout=1800)   # a hang guard, not a speed bound:
     # the demo (durations, a development set, stage 7) took 6 min wall, 133 s user at load 7-10
@@ -65,7 +68,7 @@ def test_demo_writes_det_and_roc_plots_and_kaldi_style_outputs(demo):
         data = (work / "exp" / plot).read_bytes()
         assert data.startswith(b"\x89PNG") and len(data) > 10000
     trials = (work / "data/trials").read_text().splitlines()
-    for system in ("cosine", "plda", "plda_adapt", "pauc_plda", "triplet_lnorm"):
+    for system in ("cosine", "plda", "plda_adapt", "pauc_plda", "triplet_lnorm", "pauc_auto"):
         scores = (work / "exp/scores" / system).read_text().splitlines()
         assert [s.split()[:2] for s in scores] == [t.split()[:2] for t in trials]
         calibrated = (work / "exp/calibrated" / system).read_text().splitlines()
@@ -111,3 +114,15 @@ def test_demo_compares_qmf_with_score_only_calibration_trained_on_development_sp
     assert b"<Measure>" not in (work / "exp/qmf/score_only/plda.mdl").read_bytes()
     for name in ("enroll", "test", "train", "dev_test"):
         assert (work / "data" / name / "utt2dur").is_file()
+
+
+def test_demo_auto_row_is_trained_with_the_adapt_set(demo):
+    """Issue 28: the pAUCMetric (auto) row is trained with --adapt=<the demo's adapt/ set>;
+    its system.txt says what the adaptation set changed, and its scoring finds the test
+    vectors in its (adapted) domain: no WARNING."""
+    work, _ = demo
+    card = (work / "exp/pauc_auto/system.txt").read_text()
+    num_adapt = len((work / "data/adapt/xvector.scp").read_text().splitlines())
+    assert "adapt_vectors all_%d_vectors\n" % num_adapt in card
+    log = (work / "exp/log/score_pauc_auto_enroll.log").read_text()
+    assert "WARNING" not in log and "Domain check: their mean lies " in log

@@ -176,7 +176,7 @@ def test_sre16_echoes_equalised_cprimary_pooled_and_per_language(sre16):
 
 def test_sre16_new_back_ends_report_every_system(sre16):
     _, egs, stdout = sre16
-    for label in ("Cosine", "pAUCMetric (length-norm)", "pAUCMetric (PLDA latent)",
+    for label in ("Cosine (centred)", "pAUCMetric (length-norm)", "pAUCMetric (PLDA latent)",
                   "pAUCMetric (PLDA-adp latent)"):
         for metric in ("EER", "minDCF(p-target=0.01)", "pAUC[0,0.01]"):
             prefix = "Using %s, %s: " % (label, metric)
@@ -332,7 +332,8 @@ def test_sitw_echoes_eer_mindcf_pauc_and_calibration_of_every_system(sitw):
     assert lines[block + 2].startswith("minDCF(p-target=0.01): ")
     assert lines[block + 3].startswith("minDCF(p-target=0.001): ")
     assert lines[block + 4].startswith("pAUC[0,0.01]: ")
-    for label in ("PLDA", "Cosine", "pAUCMetric (length-norm)", "pAUCMetric (PLDA latent)"):
+    for label in ("PLDA", "Cosine (centred)", "pAUCMetric (length-norm)",
+                  "pAUCMetric (PLDA latent)"):
         for task in ("dev", "eval"):
             assert "%s, sitw_%s Core:" % (label, task) in lines
         calibrated = [l for l in lines if l.startswith(
@@ -504,7 +505,7 @@ def test_sre16_real_kaldi_reproduces_kaldi_and_its_evaluation(sre16_real, kaldi_
     env = dict(tool_env(), PATH=str(kaldi_root / "bin") + ":" + tool_env()["PATH"])
     for label, scores in (("Using Out-of-Domain PLDA", "sre16_eval_scores"),
                           ("Using Adapted PLDA", "sre16_eval_scores_adapt"),
-                          ("Using Cosine", "sre16_eval_scores_cosine")):
+                          ("Using Cosine (centred)", "sre16_eval_scores_cosine")):
         eers, dcfs = [], []
         for lang, trials in (("Pooled", "trials"), ("Tagalog", "trials_tgl"),
                              ("Cantonese", "trials_yue")):
@@ -578,6 +579,8 @@ def sitw_real(kaldi_root, tmp_path_factory):
         write_trials(golden, trials)
         with open(trials, "a") as f:
             f.write(unknown)
+    # an unlabelled in-domain set for the auto stage's --adapt (issue 28)
+    copy_set(golden, "adapt", egs, nnet + "/xvectors_sitw_adapt")
     make_real_egs(egs, kaldi_root)
     proc = run_real("sitw", egs, "--use-kaldi=true", "--nj=1", "--stop-stage=11")
     return golden, egs, egs / nnet, proc.stdout.decode()
@@ -696,15 +699,20 @@ def test_pauc_auto_folds_as_run_pl_jobs_give_the_single_process_model(kaldi_root
 
 
 def test_sitw_auto_stage_folds_as_run_pl_jobs_give_the_nj1_model(sitw_real):
-    """recipes/sitw stage 16 (--auto true) through the egs directory's cmd.sh (Kaldi's own
-    run.pl): --nj 3 runs the folds as JOB=1:3 jobs and writes the --nj 1 model and scores."""
+    """recipes/sitw stage 16 (--auto true, with an adaptation set: --adapt) through the egs
+    directory's cmd.sh (Kaldi's own run.pl): --nj 3 runs the folds as JOB=1:3 jobs and writes
+    the --nj 1 model and scores; system.txt says what the adaptation set changed."""
     golden, egs, nnet, _ = sitw_real
     auto = nnet / "pauc_auto"
     outputs = {}
+    adapt = "--adapt=scp:%s" % (nnet / "xvectors_sitw_adapt/xvector.scp")
     for nj in (1, 3):
         proc = run_real("sitw", egs, "--use-kaldi=true", "--nj=%d" % nj, "--stage=16",
-                        "--auto=true", "--auto-opts=%s" % AUTO_OPTS)
+                        "--auto=true", "--auto-opts=%s" % AUTO_OPTS, adapt)
         stdout = proc.stdout.decode()
+        assert "adapt_vectors all_" in stdout
+        card = (auto / "pauc_auto/system.txt").read_text()
+        assert re.search(r"^adapt_shift_raw_before \d", card, re.M), card
         for task in ("dev", "eval"):
             assert "pAUCMetric (auto), sitw_%s Core:\nEER: " % task in stdout
         outputs[nj] = (snapshot(auto / "pauc_auto", "*"),
@@ -727,6 +735,11 @@ def test_sre16_auto_stage_folds_as_run_pl_jobs_give_the_nj1_model(sre16_real):
                         "--auto=true", "--auto-opts=%s" % AUTO_OPTS)
         stdout = proc.stdout.decode()
         assert "Using pAUCMetric (auto), EER: Pooled " in stdout and "Cantonese" in stdout
+        # SRE16 major is its adaptation set (issue 28): its size and shift in system.txt
+        card = (auto / "pauc_auto/system.txt").read_text()
+        major = len((egs / "exp/xvectors_sre16_major/xvector.scp").read_text().splitlines())
+        assert "adapt_vectors all_%d_vectors\n" % major in card, card
+        assert re.search(r"^adapt_shift_raw_before \d", card, re.M), card
         outputs[nj] = (snapshot(auto / "pauc_auto", "*"),
                        (egs / "exp/scores/sre16_eval_scores_pauc_auto").read_bytes())
     assert "# Accounting:" in (auto / "log/fold_screen.2.log").read_text()   # run.pl's

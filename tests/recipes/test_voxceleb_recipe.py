@@ -25,7 +25,7 @@ LDA_DIM = 32
 # The shipped train-pauc-auto takes minutes; a small candidate set checks the plumbing.
 CHEAP_AUTO = ("--num-folds=2 --lda-dims=none,24 --candidates=cosine_raw,plda,pauc_lnorm "
               "--num-iters=30 --num-jobs=1")
-SYSTEMS = ("PLDA", "Cosine (raw vectors)", "Cosine", "pAUCMetric (length-norm)",
+SYSTEMS = ("PLDA", "Cosine (raw vectors)", "Cosine (centred)", "pAUCMetric (length-norm)",
            "pAUCMetric (PLDA latent)", "pAUCMetric (auto)")
 
 
@@ -39,7 +39,7 @@ def voxceleb_path(utt, speakers):
 def build_egs(egs, root):
     syn = egs / "synthetic"
     run_tool("make-synthetic-vectors", "--dim=40", "--num-train-speakers=120",
-             "--num-eval-speakers=30", "--num-adapt-speakers=2", "--shift-scale=0", syn,
+             "--num-eval-speakers=30", "--num-adapt-speakers=20", "--shift-scale=0", syn,
              check=True)
     train = egs / NNET / "xvectors_train"
     train.mkdir(parents=True)
@@ -91,7 +91,9 @@ def voxceleb(tmp_path_factory):
     root = find_kaldi_root()
     egs = tmp_path_factory.mktemp("voxceleb_v2")
     build_egs(egs, root)
-    stdout = run_recipe(egs, "--use-kaldi=true", "--nj=2")
+    # the auto stage with an unlabelled in-domain set (issue 28): --adapt
+    stdout = run_recipe(egs, "--use-kaldi=true", "--nj=2",
+                        "--adapt=scp:%s" % (egs / "synthetic/adapt/xvector.scp"))
     return root, egs, stdout
 
 
@@ -122,7 +124,7 @@ def test_every_system_echoes_kaldi_eer_and_min_dcf(voxceleb):
     root, egs, stdout = voxceleb
     lines = stdout.splitlines()
     trials = "data/voxceleb1_test/trials"
-    names = {"PLDA": "", "Cosine (raw vectors)": "_cosine_raw", "Cosine": "_cosine",
+    names = {"PLDA": "", "Cosine (raw vectors)": "_cosine_raw", "Cosine (centred)": "_cosine",
              "pAUCMetric (length-norm)": "_pauc_lnorm", "pAUCMetric (PLDA latent)": "_pauc_plda",
              "pAUCMetric (auto)": "_pauc_auto"}
     for label in SYSTEMS:
@@ -140,6 +142,14 @@ def test_every_system_echoes_kaldi_eer_and_min_dcf(voxceleb):
         pauc = float(lines[block + 4].split("pAUC[0,0.01]: ")[1])
         assert 0 <= pauc <= 1 and float(eer) < 50, (label, eer)   # better than chance
     assert any(l.startswith("%s: chosen: system " % RECIPE) for l in lines), stdout
+
+
+def test_auto_stage_used_the_adaptation_set(voxceleb):
+    _, egs, stdout = voxceleb
+    num_adapt = len((egs / "synthetic/adapt/xvector.scp").read_text().splitlines())
+    assert "--adapt=scp:" in stdout
+    card = (egs / NNET / "xvectors_train/pauc_auto/system.txt").read_text()
+    assert "adapt_vectors all_%d_vectors\n" % num_adapt in card
 
 
 def test_summary_table_lists_every_system(voxceleb):

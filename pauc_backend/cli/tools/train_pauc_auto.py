@@ -15,7 +15,10 @@ from pauc_backend.kaldi_io.commit import claim_outputs
 from pauc_backend.kaldi_io.streams import check_writable
 from pauc_backend.models import auto_params
 from pauc_backend.models.auto_backend import AutoBackend, dim_label
+from pauc_backend.models.auto_adapt import check_candidates
 from pauc_backend.models.auto_systems import help_text as systems_help
+from pauc_backend.models.domain import TrainingDomain, is_out_of_domain
+from pauc_backend.cli.framework.domain_check import describe_shift
 
 USAGE = """
 Chooses a whole speaker-verification back-end from TRAINING data alone and trains it.
@@ -54,6 +57,15 @@ fits and scorings; at one dimension, on m folds, the two metrics (--num-iters it
 With fewer than 2 m folds there is no candidate screening. The log and system.txt say what
 was screened on what and what was promoted, and why.
 
+What cross-fitting cannot see: its held-out speakers are training speakers, so a shift
+between the training domain and the vectors you will score is invisible to it. Give
+--adapt=<unlabelled vectors of that domain>: the scored vectors are then centred on their
+mean, the adapted PLDA (0.75/0.25) and pAUCMetric on its latent vectors replace the PLDA ones
+among the default candidates, and each held-out fold is moved into the adaptation set's
+domain (its mean and total covariance, one linear map) before it is rated; the log and
+system.txt give the adaptation set's size and domain shift (models/domain.py) before and
+after. Without it, score-pauc-auto warns when the scored vectors look out of domain.
+
 The input vectors are RAW (as extracted, not mean-subtracted). The model directory holds
 Kaldi-format pieces (mean.vec, transform.mat, plda, metric_*, fusion) and system.txt, which
 names the chosen system and its cross-fitted figures. Score with score-pauc-auto.
@@ -91,6 +103,13 @@ for _param in auto_params.options():      # declared once, in models/auto_params
 tool.register("utt2group", "", "Optional table utterance -> group (e.g. the recording stretch "
               "a segment was cut from); with --enroll-utts=0 two vectors of one group are never "
               "paired in the held-out trials, as evaluation lists often exclude such pairs")
+tool.register("adapt", "", "Unlabelled vectors of the domain you will score (e.g. "
+              "scp:data/sre16_major/xvector.scp): the centring mean comes from them, the PLDA "
+              "adapted to them (0.75/0.25, as the recipes' adapt-plda) and the metric on its "
+              "latent vectors are candidates (plda_adapt, pauc_latent_adapt; they replace plda "
+              "and pauc_latent in the default --candidates), and the log and system.txt give "
+              "their domain shift; without it score-pauc-auto warns when the scored vectors "
+              "look out of the training domain")
 tool.register("binary", True, "Write the model pieces in binary mode")
 tool.register("fold-stage", 0, "0: the whole training here; 1, 2 or 3: only that stage of the "
               "cross-fitting for the folds of job --fold, written to the directory given as "
@@ -116,7 +135,13 @@ def _options(opts):
         raise KaldiError("--fold=%d needs --fold-stage=1 or 2 or 3" % opts.fold)
     if opts.fold_stage:
         job_folds(opts.fold, opts.fold_jobs, max(2, opts.num_folds))   # the job number
-    make_estimator(opts)
+    model = make_estimator(opts)
+    try:
+        check_candidates(model.candidates, bool(opts.adapt))
+    except ValueError as err:
+        raise KaldiError("Bad option: --candidates: %s" % str(err).replace(
+            "(X_adapt; train-pauc-auto --adapt)", "(give --adapt=<unlabelled in-domain "
+            "vectors>)")) from None
 
 
 def make_estimator(opts, log=None, progress=None):
@@ -179,20 +204,22 @@ def run(opts, args):
         groups = np.array([table[u] for u in utts])
     log.log("Read %d vectors of dimension %d from %d speakers"
             % (X.shape[0], X.shape[1], len(speakers.speakers)))
+    A = read_adapt(opts.adapt, X, labels, log) if opts.adapt else None
     if opts.fold_stage:
         folds = job_folds(opts.fold, opts.fold_jobs, opts.num_folds)
         if not folds:
             log.log("Job %d of %d has no fold (--num-folds=%d): nothing to do"
                     % (opts.fold, opts.fold_jobs, opts.num_folds))
             return 0
-        run_fold_job(model, X, labels, groups, opts.fold_stage, folds, model_dir, log=log.log)
+        run_fold_job(model, X, labels, groups, opts.fold_stage, folds, model_dir, log=log.log,
+                     X_adapt=A)
         progress.close()
         return 0
     if opts.combine:
-        combine(model, X, labels, groups, opts.combine)
+        combine(model, X, labels, groups, opts.combine, X_adapt=A)
     else:
         try:
-            model.fit(X, labels, groups)
+            model.fit(X, labels, groups, X_adapt=A)
         except ValueError as err:
             raise KaldiError("Cannot choose a back-end: %s" % err) from None
     progress.close()
@@ -203,6 +230,25 @@ def run(opts, args):
         model_dir, "+".join(model.members_), dim_label(model.lda_dim_),
         format_float(model.chosen_["pauc"])))
     return 0
+
+
+def read_adapt(rspecifier, X, labels, log):
+    """The --adapt vectors, checked, with their domain shift from the training vectors
+    logged (models.domain; the same measure score-pauc-auto warns on)."""
+    keys, A = read_vector_table(rspecifier)
+    if len(keys) < 2:
+        raise KaldiError("--adapt=%s has %d vectors; the adaptation set needs at least 2"
+                         % (rspecifier, len(keys)))
+    if A.shape[1] != X.shape[1]:
+        raise KaldiError("--adapt=%s has vectors of dimension %d but the training vectors %d"
+                         % (rspecifier, A.shape[1], X.shape[1]))
+    check_finite(keys, A, rspecifier)
+    shift = TrainingDomain().fit(X, labels).shift(A)
+    log.log("Read %d adaptation vectors from %s; %s%s" % (
+        len(keys), rspecifier, describe_shift(shift),
+        " (out of the training domain: adaptation is what they are for)"
+        if is_out_of_domain(shift) else ""))
+    return A
 
 
 def main(argv=None):

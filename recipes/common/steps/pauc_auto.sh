@@ -22,6 +22,8 @@
 # log/fold_promoted.JOB.log) write <exp-dir>/pauc_auto_folds, then train-pauc-auto --combine
 # chooses and trains the back-end from them: the same model files as with --nj 1).
 # --spk2utt FILE (default <train-data-dir>/spk2utt, for x-vector directories without one).
+# --adapt RSPEC (unlabelled vectors of the evaluation domain, e.g. SRE16 major: train-pauc-auto
+# --adapt; the centring mean and an adapted PLDA from them; default none).
 # Logs: <exp-dir>/log/{train,score}_pauc_auto.log.
 
 utils=$(dirname "$(readlink -f "$0")")/../utils
@@ -32,6 +34,7 @@ auto_opts=
 progress_interval=30
 nj=1
 spk2utt=
+adapt=
 . $utils/parse_options.sh || exit 1
 . $utils/progress.sh || exit 1
 if [ $# -ne 5 ]; then
@@ -53,20 +56,21 @@ if [ "$nj" -gt 1 ]; then
     with_progress "$exp/log/$name.*.log" \
       $cmd JOB=1:$nj $exp/log/$name.JOB.log \
       train-pauc-auto --fold-stage=$stage --fold=JOB --fold-jobs=$nj \
-      --enroll-utts=$enroll_utts $auto_opts scp:$train/xvector.scp ark:$spk2utt \
-      $exp/pauc_auto_folds || exit 1
+      --enroll-utts=$enroll_utts ${adapt:+--adapt=$adapt} $auto_opts \
+      scp:$train/xvector.scp ark:$spk2utt $exp/pauc_auto_folds || exit 1
   done
   combine=--combine=$exp/pauc_auto_folds
 fi
-echo "$0: train-pauc-auto --enroll-utts=$enroll_utts $auto_opts $combine (log: $exp/log/train_pauc_auto.log)"
+echo "$0: train-pauc-auto --enroll-utts=$enroll_utts ${adapt:+--adapt=$adapt} $auto_opts $combine (log: $exp/log/train_pauc_auto.log)"
 with_progress $exp/log/train_pauc_auto.log \
   $cmd $exp/log/train_pauc_auto.log \
-  train-pauc-auto $combine --enroll-utts=$enroll_utts $auto_opts scp:$train/xvector.scp \
-  ark:$spk2utt $exp/pauc_auto || exit 1
+  train-pauc-auto $combine --enroll-utts=$enroll_utts ${adapt:+--adapt=$adapt} $auto_opts \
+  scp:$train/xvector.scp ark:$spk2utt $exp/pauc_auto || exit 1
 # What was chosen and its cross-fitted figures (all of them: <exp>/pauc_auto/system.txt).
 awk -v script="$0" '$1 == "system" || $1 == "lda_dim" || $1 ~ /^heldout_(pauc|eer|min_dcf)$/ {
     line = line (line == "" ? "" : ", ") $1 " " $2 }
   END { print script ": chosen: " line }' $exp/pauc_auto/system.txt || exit 1
+[ -n "$adapt" ] && grep '^adapt_' $exp/pauc_auto/system.txt | sed "s|^|$0: |"
 $cmd $exp/log/score_pauc_auto.log \
   score-pauc-auto ${num_utts:+--num-utts=$num_utts} $exp/pauc_auto "$enroll" "$test" \
   $trials $exp/scores/pauc_auto || exit 1

@@ -12,7 +12,7 @@ label_of() {
       esac
       return ;;
     cosine_raw) echo "Cosine (raw vectors)" ;;
-    cosine) echo "Cosine" ;;
+    cosine) echo "Cosine (centred)" ;;
     plda) echo "PLDA" ;;
     plda_adapt) echo "PLDA-adp" ;;
     pauc_auto) echo "pAUCMetric (auto)" ;;

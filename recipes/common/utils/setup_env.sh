@@ -141,11 +141,10 @@ system_label() {
     pauc_plda_adapt) echo "pAUCMetric (PLDA-adp latent)" ;;
     triplet_plda_adapt) echo "TripletMetric (PLDA-adp latent)" ;;
     cosine_raw) echo "Cosine (raw vectors)" ;;
-    cosine) echo "Cosine" ;;
+    cosine) echo "Cosine (centred)" ;;
     plda) echo "PLDA" ;;
     pauc_auto) echo "pAUCMetric (auto)" ;;
     plda_adapt) echo "PLDA-adp" ;;
-    pauc_auto) echo "pAUCMetric (auto)" ;;
     *) echo "$1" ;;
   esac
 }
