@@ -17,6 +17,7 @@ import sys
 import numpy as np
 from pauc_backend.models.auto_backend import AutoBackend
 from pauc_backend.persist.auto_backend import write_model_dir
+from pauc_backend.models.auto_policy import Stage
 from pauc_backend.persist.auto_folds import write_fold_outputs
 rng = np.random.default_rng(0)
 X = np.repeat(rng.normal(size=(12, 6)) * 2, 8, axis=0) + rng.normal(size=(96, 6))
@@ -24,7 +25,7 @@ model = AutoBackend(candidates=("plda",), lda_dims=(4,), num_folds=2).fit(
     X, np.repeat(np.arange(12), 8))
 write_model_dir(sys.argv[1], model)
 write_model_dir(sys.argv[1], model)          # replacing an existing model directory
-write_fold_outputs(sys.argv[2], 1, [0], [], ([], []), {})
+write_fold_outputs(sys.argv[2], 1, [0], [], Stage("nothing left", [], ()), {})
 """
 
 

@@ -348,7 +348,7 @@ def test_sitw_calibrates_with_the_durations_of_the_data_directories(sitw):
     """Issue 29: with utt2dur (enroll) and utt2num_frames (test) in the data directories,
     stage 15 also trains a QMF on Dev.Core and applies it to Eval.Core."""
     _, egs, nnet, stdout = sitw
-    for label in ("PLDA", "Cosine", "pAUCMetric (length-norm)", "pAUCMetric (PLDA latent)"):
+    for label in ("PLDA", "Cosine (centred)", "pAUCMetric (length-norm)", "pAUCMetric (PLDA latent)"):
         lines = [l for l in stdout.splitlines() if l.startswith(
             "%s, sitw_eval Core QMF-calibrated (durations) on sitw_dev Core: " % label)]
         assert len(lines) == 1, stdout
