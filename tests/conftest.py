@@ -72,18 +72,33 @@ def etri():
 # ``--dist loadfile`` (pyproject's addopts) each module runs whole on one worker, so its
 # module-scoped fixtures (a recipe run, an egs directory) are built once; starting the long
 # modules first keeps the two workers busy to the end instead of leaving one long module last.
-SLOW_MODULES = (
-    "tests/recipes/test_kaldi_egs_recipes.py",
-    "tests/recipes/test_demo_recipe.py",
-    "tests/recipes/test_timit_recipe.py",
+SLOW_MODULES = (     # (seconds of the longest tests of each, 2026-11-26, load ~2.5)
+    "tests/recipes/test_kaldi_egs_recipes.py",   # ~190: sre16 and sitw egs with our twins
+    "tests/recipes/test_demo_recipe.py",         # ~170
+    "tests/recipes/test_kaldi_egs_real.py",      # ~150: the same egs with the real Kaldi
+    "tests/recipes/test_timit_recipe.py",        # ~110
     "tests/recipes/test_etri_recipe.py",
-    "tests/recipes/test_recipe_auto_stage.py",
-    "tests/recipes/test_voxceleb_recipe.py",
+    "tests/cli/test_pauc_auto_workers.py",
+    "tests/cli/test_pauc_auto_fold_jobs.py",
     "tests/interop/test_cross_feed.py",
+    "tests/recipes/test_voxceleb_recipe.py",
+    "tests/recipes/test_recipe_auto_stage.py",
 )
 
 
 def pytest_configure(config):
+    """See below; first, SIGINT: a shell starts a background job (``cmd &``, nohup, some CI
+    runners) with SIGINT ignored, Python then leaves it ignored, and every tool the tests start
+    inherits that, so the tests that interrupt a tool would see it carry on. Each pytest process
+    (controller and xdist workers) gets Python's normal handler once, at start-up, so what a tool
+    inherits is the default disposition, as from an interactive shell."""
+    import signal
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    _compile_package(config)
+
+
+def _compile_package(config):
     """Byte-compile the package once per test run (in the controller, before any worker
     starts). The suite starts our tools thousands of times from this checkout; where
     PYTHONDONTWRITEBYTECODE is set (as on our CI machines) each start otherwise compiled every
