@@ -90,3 +90,16 @@ def snapshot(directory, pattern):
 
 
 # ---------------------------------------------------------------------------------- sre16
+
+
+def lay_out_sre16(golden, egs):
+    """The golden sets under egs/sre16/v2's names: training, SRE16 major (adaptation),
+    enrollment and test x-vectors, and the pooled, Tagalog and Cantonese trial lists."""
+    copy_set(golden, "train", egs, "exp/xvectors_sre_combined", "data/sre_combined")
+    copy_set(golden, "adapt", egs, "exp/xvectors_sre16_major")
+    copy_set(golden, "enroll", egs, "exp/xvectors_sre16_eval_enroll", "data/sre16_eval_enroll")
+    copy_set(golden, "test", egs, "exp/xvectors_sre16_eval_test")
+    trials = egs / "data/sre16_eval_test"
+    write_trials(golden, trials / "trials")
+    write_trials(golden, trials / "trials_tgl", lambda spk: spk in TAGALOG)
+    write_trials(golden, trials / "trials_yue", lambda spk: spk not in TAGALOG)

@@ -15,8 +15,9 @@ import pytest
 
 from conftest import REPO, tool_env
 from pauc_backend.kaldi_io import read_matrix, read_plda, read_vector_table
-from egs_helpers import (RECIPES, LDA_DIM, TAGALOG, close, read_score_file,  # noqa: F401
-                         read_score_file_bytes, copy_set, write_trials, snapshot)
+from egs_helpers import (  # noqa: F401
+    lay_out_sre16, RECIPES, LDA_DIM, TAGALOG, close, read_score_file, read_score_file_bytes,
+    copy_set, write_trials, snapshot)
 
 # ------------------------------------------------------------ with the real Kaldi in the egs dir
 # The miniature egs directories below hold Kaldi's own utils/ (run.pl, parse_options.sh,
@@ -54,14 +55,7 @@ def sre16_real(kaldi_root, tmp_path_factory):
     from conftest import GOLDEN, need
     golden = need(GOLDEN)
     egs = tmp_path_factory.mktemp("sre16_v2_kaldi")
-    copy_set(golden, "train", egs, "exp/xvectors_sre_combined", "data/sre_combined")
-    copy_set(golden, "adapt", egs, "exp/xvectors_sre16_major")
-    copy_set(golden, "enroll", egs, "exp/xvectors_sre16_eval_enroll", "data/sre16_eval_enroll")
-    copy_set(golden, "test", egs, "exp/xvectors_sre16_eval_test")
-    trials = egs / "data/sre16_eval_test"
-    write_trials(golden, trials / "trials")
-    write_trials(golden, trials / "trials_tgl", lambda spk: spk in TAGALOG)
-    write_trials(golden, trials / "trials_yue", lambda spk: spk not in TAGALOG)
+    lay_out_sre16(golden, egs)
     make_real_egs(egs, kaldi_root)
     proc = run_real("sre16", egs, "--use-kaldi=true", "--nj=1")
     return golden, egs, proc.stdout.decode()

@@ -131,23 +131,9 @@ merge_scores() {
   for j in $(seq "$nj"); do cat "$part.$j"; done > "$out.tmp" && mv "$out.tmp" "$out"
 }
 
-# system_label <system>: the paper's name of a system.
-system_label() {
-  case $1 in
-    pauc_lnorm) echo "pAUCMetric (length-norm)" ;;
-    triplet_lnorm) echo "TripletMetric (length-norm)" ;;
-    pauc_plda) echo "pAUCMetric (PLDA latent)" ;;
-    triplet_plda) echo "TripletMetric (PLDA latent)" ;;
-    pauc_plda_adapt) echo "pAUCMetric (PLDA-adp latent)" ;;
-    triplet_plda_adapt) echo "TripletMetric (PLDA-adp latent)" ;;
-    cosine_raw) echo "Cosine (raw vectors)" ;;
-    cosine) echo "Cosine (centred)" ;;
-    plda) echo "PLDA" ;;
-    pauc_auto) echo "pAUCMetric (auto)" ;;
-    plda_adapt) echo "PLDA-adp" ;;
-    *) echo "$1" ;;
-  esac
-}
+# system_label <system>: the paper's name of a system (one table of names: labels.sh).
+. "$__common_utils/labels.sh" || return 1
+system_label() { label_of "$@"; }
 
 # evaluate <scores> <trials>: "EER% minDCF(0.01) minDCF(0.001) pAUC[0,0.01]" on one line, as the
 # recipes print them: EER as compute-eer (%.4g), minDCF as sid/compute_min_dcf.py (%.4f), pAUC
