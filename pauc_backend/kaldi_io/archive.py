@@ -157,11 +157,7 @@ def iter_archive_source(rx, holder, permissive=False):
         try:
             yield from iter_archive(data, start, rx, holder, permissive)
         finally:
-            if hasattr(data, "close"):
-                try:
-                    data.close()
-                except BufferError:
-                    pass
+            streams.release(data)
         return
     kind, what = streams.classify_rxfilename(rx)
     with streams.open_input(rx) as stream:

@@ -150,11 +150,7 @@ class FileCache:
 
     def close(self):
         for data in self.files.values():
-            if hasattr(data, "close"):
-                try:
-                    data.close()
-                except BufferError:
-                    pass
+            streams.release(data)
         self.files.clear()
 
 

@@ -276,6 +276,17 @@ def read_all(rx):
     return _map_file(what), 0
 
 
+def release(data):
+    """Close what ``read_all`` returned, if it can be closed (an mmap): its pages go now, not at
+    garbage collection. A view of it still exported (a numpy array on the map) keeps it open
+    (BufferError), and the map then goes with the last view."""
+    if hasattr(data, "close"):
+        try:
+            data.close()
+        except BufferError:
+            pass
+
+
 def iter_line_chunks(rx, chunk_bytes=_CHUNK, count_lines=True):
     """An rxfilename read in pieces of about ``chunk_bytes`` that end at a newline (the last may
     not): yields ``(piece, number of its first line)`` (None without ``count_lines``). Memory

@@ -166,11 +166,7 @@ def read_vector_table(rspecifier, ragged=False):
     try:
         return read_fv_buffer(data, start, spec.filename, ragged, spec.permissive)
     finally:
-        if hasattr(data, "close"):
-            try:
-                data.close()
-            except BufferError:
-                pass
+        streams.release(data)
 
 
 def _canonical_token_table(rspecifier):
