@@ -14,11 +14,13 @@ import pytest
 from conftest import SHARED, run_tool
 
 from pauc_backend.datasets import make_speaker_corpus
-from pauc_backend.kaldi_io import read_token_table, read_vector_table, write_plda
+from pauc_backend.kaldi_io import write_plda
 from pauc_backend.kaldi_io import write_vector_table
 from pauc_backend.models.lda import LDA
 from pauc_backend.models.plda import PLDA
 from pauc_backend.models.preprocessing import normalize_length
+from prerequisites import need
+from realdata_sides import evaluation_sides, read_set, speaker_means
 
 HEADER = re.compile(r"^(LOG|WARNING|ERROR) \(([^\[\s]+)\[[^\]]*\]:\S*\) (.*)$")
 REALDATA = SHARED / "realdata"
@@ -39,12 +41,6 @@ class _Backend:
         return normalize_length(self.lda.transform(X - self.mean))[0]
 
 
-def _speaker_means(X, labels):
-    labels = np.asarray(labels)
-    speakers = sorted(set(labels.tolist()))
-    return speakers, np.array([X[labels == s].mean(axis=0) for s in speakers])
-
-
 def _score(tmp_path, plda, enroll_keys, E, test_keys, T):
     """score-plda-trials on every enrollment against the first 50 test vectors."""
     write_plda(str(tmp_path / "plda"), plda.mean_, plda.transform_, plda.psi_)
@@ -63,7 +59,7 @@ def test_the_demos_test_vectors_warn_once_and_not_with_the_adapted_plda(tmp_path
     corpus = make_speaker_corpus(seed=777, dim=80)         # make-synthetic-vectors' defaults
     X, y = corpus.train.X.astype(np.float64), np.array(corpus.train.labels)
     backend = _Backend(X, y, 50)                            # recipes/demo's --lda-dim
-    speakers, means = _speaker_means(corpus.enroll.X.astype(np.float64), corpus.enroll.labels)
+    speakers, means = speaker_means(corpus.enroll.X.astype(np.float64), corpus.enroll.labels)
     E, T = backend.prepare(means), backend.prepare(corpus.test.X.astype(np.float64))
     warnings = _score(tmp_path, backend.plda, speakers, E, corpus.test.keys, T)
     assert len(warnings) == 1, warnings
@@ -78,26 +74,12 @@ def test_the_demos_test_vectors_warn_once_and_not_with_the_adapted_plda(tmp_path
     assert _score(tmp_path, adapted, speakers, E, corpus.test.keys, T) == []
 
 
-def _read(folder):
-    keys, X = read_vector_table("ark:%s" % (folder / "xvector.ark"))
-    utt2spk = read_token_table("ark:%s" % (folder / "utt2spk"))
-    return keys, X.astype(np.float64), np.array([utt2spk[key] for key in keys])
-
-
 @pytest.mark.parametrize("corpus", ["etri", "timit-ge2e"])
 def test_etri_and_timit_evaluation_vectors_do_not_warn(tmp_path, corpus):
-    root = REALDATA / corpus
-    if not root.is_dir():
-        pytest.skip("%s is not beside the checkout" % root)
-    _, X, y = _read(root / "train")
+    root = need(REALDATA / corpus)
+    _, X, y = read_set(root / "train", np.float64)
     backend = _Backend(X, y, 100 if corpus == "etri" else 200)   # the recipes' --lda-dim
-    if corpus == "etri":
-        _, enroll, enroll_spk = _read(root / "enroll")
-        speakers, means = _speaker_means(enroll, enroll_spk)
-        test_keys, test, _ = _read(root / "test")
-    else:
-        test_keys, test, _ = _read(root / "eval")
-        speakers, means = test_keys, test                  # utterance against utterance
+    speakers, means, test_keys, test = evaluation_sides(root, corpus, np.float64)
     warnings = _score(tmp_path, backend.plda, speakers, backend.prepare(means), test_keys,
                       backend.prepare(test))
     assert warnings == []

@@ -16,11 +16,12 @@ import pytest
 
 from conftest import SHARED, run_tool
 from pauc_backend.datasets import make_speaker_corpus
-from pauc_backend.kaldi_io import read_token_table, read_vector_table, write_vector_table
+from pauc_backend.kaldi_io import write_vector_table
 from pauc_backend.models.auto_backend import AutoBackend
 from pauc_backend.persist.auto_backend import write_model_dir
 
 from prerequisites import need
+from realdata_sides import evaluation_sides, read_set, speaker_means
 
 HEADER = re.compile(r"^(LOG|WARNING|ERROR) \(([^\[\s]+)\[[^\]]*\]:\S*\) (.*)$")
 REALDATA = SHARED / "realdata"
@@ -46,12 +47,6 @@ def _score(tmp_path, model_dir, enroll_keys, E, test_keys, T):
     return proc
 
 
-def _speaker_means(X, labels):
-    labels = np.asarray(labels)
-    speakers = sorted(set(labels.tolist()))
-    return speakers, np.array([X[labels == s].mean(axis=0) for s in speakers], np.float32)
-
-
 @pytest.fixture(scope="module")
 def demo():
     return make_speaker_corpus(seed=777, dim=80)       # make-synthetic-vectors' defaults
@@ -59,7 +54,8 @@ def demo():
 
 def test_demo_test_vectors_warn_once_naming_adapt_and_not_after_adapt(demo, tmp_path):
     X, y = demo.train.X, np.array(demo.train.labels)
-    speakers, means = _speaker_means(demo.enroll.X, demo.enroll.labels)
+    speakers, means = speaker_means(demo.enroll.X, demo.enroll.labels)
+    means = means.astype(np.float32)
     write_model_dir(str(tmp_path / "plain"), AutoBackend(**QUICK).fit(X, y))
     proc = _score(tmp_path, tmp_path / "plain", speakers, means, demo.test.keys, demo.test.X)
     warnings = _messages(proc, "WARNING")
@@ -90,25 +86,13 @@ def test_old_model_dir_without_domain_statistics_scores_without_a_check(demo, tm
     assert any("no training-domain statistics" in m for m in _messages(proc, "LOG"))
 
 
-def _read(folder):
-    keys, X = read_vector_table("ark:%s" % (folder / "xvector.ark"))
-    utt2spk = read_token_table("ark:%s" % (folder / "utt2spk"))
-    return keys, X, np.array([utt2spk[key] for key in keys])
-
-
 @pytest.mark.parametrize("corpus", ["etri", "timit-ge2e"])
 def test_etri_and_timit_evaluation_vectors_do_not_warn(tmp_path, corpus):
     root = REALDATA / corpus
     need(root)
-    _, X, y = _read(root / "train")
+    _, X, y = read_set(root / "train")
     write_model_dir(str(tmp_path / "m"), AutoBackend(**QUICK).fit(X, y))
-    if corpus == "etri":
-        _, enroll, enroll_spk = _read(root / "enroll")
-        speakers, means = _speaker_means(enroll, enroll_spk)
-        test_keys, test, _ = _read(root / "test")
-    else:
-        test_keys, test, _ = _read(root / "eval")
-        speakers, means = test_keys, test                  # utterance against utterance
+    speakers, means, test_keys, test = evaluation_sides(root, corpus)
     proc = _score(tmp_path, tmp_path / "m", speakers, means, test_keys, test)
     assert _messages(proc, "WARNING") == []
 
