@@ -7,10 +7,10 @@ import numpy as np
 from pauc_backend.persist.auto_backend import write_model_dir
 from pauc_backend.persist.auto_folds import combine, job_folds, run_fold_job
 from pauc_backend.cli.framework.kaldi_cli import Progress, Tool, format_float
-from pauc_backend.cli.framework.speaker_tables import gather_speakers
+from pauc_backend.cli.framework.speaker_tables import gather_speakers, read_spk2utt
 from pauc_backend.cli.framework.vector_input import check_finite
 from pauc_backend.errors import KaldiError
-from pauc_backend.kaldi_io import read_token_table, read_token_vector_table, read_vector_table
+from pauc_backend.kaldi_io import read_token_table, read_vector_table
 from pauc_backend.kaldi_io.commit import claim_outputs
 from pauc_backend.kaldi_io.streams import check_writable
 from pauc_backend.models import auto_params
@@ -183,8 +183,9 @@ def run(opts, args):
     keys, X = read_vector_table(vector_rspecifier)
     if not len(keys):
         raise KaldiError("No vectors in %s" % vector_rspecifier)
-    spk2utt = read_token_vector_table(spk2utt_rspecifier)
-    speakers = gather_speakers(log, spk2utt, keys, spk2utt_rspecifier)
+    position = {key: row for row, key in enumerate(keys)}
+    spk2utt, spk2utt_name = read_spk2utt(log, spk2utt_rspecifier, position)
+    speakers = gather_speakers(log, spk2utt, position, spk2utt_name)
     if not speakers.rows.size:
         raise KaldiError("No speaker in %s has a vector in %s"
                          % (spk2utt_rspecifier, vector_rspecifier))

@@ -3,7 +3,7 @@
 import numpy as np
 
 from pauc_backend.cli.framework.kaldi_cli import Progress, Tool, format_float
-from pauc_backend.cli.framework.speaker_tables import gather_speakers
+from pauc_backend.cli.framework.speaker_tables import as_spk2utt, gather_speakers
 from pauc_backend.cli.framework.vector_input import check_finite
 from pauc_backend.errors import KaldiError
 from pauc_backend.heartbeat import Heartbeat
@@ -137,7 +137,9 @@ def run(opts, args):
     model = make_estimator(opts, callback)
     spk2utt = read_token_vector_table(spk2utt_rspecifier)
     keys, X = read_vector_table(vector_rspecifier)
-    speakers = gather_speakers(log, spk2utt, keys, spk2utt_rspecifier, vector_rspecifier)
+    position = {key: row for row, key in enumerate(keys)}
+    spk2utt, spk2utt_name = as_spk2utt(log, spk2utt, spk2utt_rspecifier, position)
+    speakers = gather_speakers(log, spk2utt, position, spk2utt_name, vector_rspecifier)
     rows, labels = speakers.rows, speakers.labels
     if not rows.size:
         raise KaldiError("No speaker in %s has a vector in %s"
