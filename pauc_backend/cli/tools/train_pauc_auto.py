@@ -89,6 +89,8 @@ ratings) and may have nothing to do; --combine chooses and trains the final back
 same system and the same model files as one process. Give every step the same options and
 data: each output stores their digest and a sha256 of its figures and scores, and a mismatch,
 a changed file or a missing fold is an ERROR naming it.
+The speakers may also be given as utt2spk (lines "<utterance> <speaker>"): the tools read
+either form (a LOG line says when a table was read as utt2spk).
 
 Usage: train-pauc-auto [options] <train-vector-rspecifier> <train-spk2utt-rspecifier> <model-dir-out>
 e.g.: train-pauc-auto --enroll-utts=3 scp:data/train/xvector.scp ark:data/train/spk2utt exp/pauc_auto

@@ -30,6 +30,8 @@ d x d doubles (three or four of them: 6 MB each at d = 512); the batch's pair ar
 O(s^2).
 Progress: a LOG line "Progress: pauc metric, train, iteration i of N; elapsed ..., estimated
 remaining ..." at least every --progress-interval seconds of work.
+The speakers may also be given as utt2spk (lines "<utterance> <speaker>"): the tools read
+either form (a LOG line says when a table was read as utt2spk).
 
 Usage: train-pauc-metric [options] <spk2utt-rspecifier> <vector-rspecifier> <metric-wxfilename>
 e.g.: train-pauc-metric --write-transform=exp/metric.mat ark:data/train/spk2utt ark:exp/train_latent.ark exp/metric
