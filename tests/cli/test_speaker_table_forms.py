@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 from conftest import run_tool
 
-from pauc_backend.cli.framework.speaker_tables import as_spk2utt, is_utt2spk
 from pauc_backend.kaldi_io import write_token_table, write_token_vector_table, write_vector_table
 
 READ_AS = re.compile(r"^LOG \(.*\) Read (\S+) as (utt2spk|spk2utt) ", re.M)
@@ -178,32 +177,3 @@ def test_a_spk2utt_listing_an_utterance_twice_is_one_error_where_utt2spk_is_expe
     assert len(errors) == 1 and re.search(r"ark:twice, read as spk2utt .*lists utterance "
                                           r"s0-u1 twice", errors[0]), proc.stderr.decode()
     assert (small / "out").read_bytes() == b"old\n"
-
-
-class _Log:
-    def __init__(self):
-        self.lines = []
-
-    def log(self, message):
-        self.lines.append(message)
-
-
-def test_the_rule_on_tables_in_memory():
-    keys = {"a1", "a2", "b1", "b2"}
-    utt2spk = {"a1": ["A"], "a2": ["A"], "b1": ["B"], "b2": ["B"]}
-    spk2utt = {"A": ["a1", "a2"], "B": ["b1", "b2"]}
-    singles = {"A": ["a1"], "B": ["b1"]}           # spk2utt, one utterance per speaker
-    assert is_utt2spk(utt2spk, keys) and is_utt2spk(utt2spk)      # keys, or a repeated speaker
-    assert not is_utt2spk(spk2utt, keys) and not is_utt2spk(spk2utt)
-    assert not is_utt2spk(singles, keys) and not is_utt2spk(singles)
-    assert not is_utt2spk({}, keys)
-    # first tokens are keys while no speaker repeats: utt2spk only when the keys are known
-    assert is_utt2spk({"a1": ["A"], "b1": ["B"]}, keys) and not is_utt2spk({"a1": ["A"],
-                                                                            "b1": ["B"]})
-    log = _Log()
-    table, name = as_spk2utt(log, {"b1": ["B"], "a1": ["A"], "b2": ["B"]}, "ark:u", keys)
-    # Kaldi's utt2spk_to_spk2utt.pl order: speakers as they first appear, utterances in order
-    assert list(table.items()) == [("B", ["b1", "b2"]), ("A", ["a1"])]
-    assert name == "ark:u (read as utt2spk)" and len(log.lines) == 1
-    log = _Log()
-    assert as_spk2utt(log, spk2utt, "ark:s", keys) == (spk2utt, "ark:s") and not log.lines
