@@ -235,8 +235,8 @@ def make_quickstart_corpus(directory):
 
 # -- tables copied from RESULTS files ----------------------------------------------------------
 
-SYNCED = re.compile(r'^<!-- synced: (\S+) "([^"]+)"(?: rows: (.*?))? -->\n(.*?)^<!-- end synced -->$',
-                    re.M | re.S)
+SYNCED = re.compile(r'^<!-- synced: (\S+) "([^"]+)"(?: rows: (.*?))? -->\n(.*?)'
+                    r'^<!-- end synced -->$', re.M | re.S)
 DATE = re.compile(r"\b20\d\d-\d\d-\d\d\b")
 
 
