@@ -77,6 +77,7 @@ SLOW_MODULES = (     # (seconds of the longest tests of each, 2026-11-26, load ~
     "tests/recipes/test_demo_recipe.py",         # ~170
     "tests/recipes/test_kaldi_egs_real.py",      # ~150: the same egs with the real Kaldi
     "tests/recipes/test_timit_recipe.py",        # ~110
+    "tests/test_readme.py",    # ~130 in all at load 6-7 (2026-11-27): quick start, docs, examples
     "tests/recipes/test_etri_recipe.py",
     "tests/cli/test_pauc_auto_workers.py",
     "tests/cli/test_pauc_auto_fold_jobs.py",

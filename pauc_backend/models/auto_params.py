@@ -217,7 +217,8 @@ METRIC_OPTIONS = (
           "int", "batch-size", bounds=(">=2",)),
     Param("num_iters", 500, "pAUCMetric iterations, in every fold and in the final model "
           "(train-pauc-metric's default is 1000; on the training folds of ETRI and TIMIT 500 "
-          "rate every metric candidate within the fold noise of 1000: README)", "int",
+          "rate every metric candidate within the fold noise of 1000: "
+          "benchmarks/RESULTS_auto_backend.md)", "int",
           "num-iters", bounds=(">=1",)),
 )
 

@@ -1,19 +1,23 @@
 """gather_speakers: spk2utt -> rows, with Kaldi's warnings, shared by compute-vector-mean,
-train-plda and train-pauc-metric."""
+train-plda and train-pauc-metric; is_utt2spk / as_spk2utt: utt2spk where spk2utt is expected."""
 
 import numpy as np
 import pytest
 
-from pauc_backend.cli.framework.speaker_tables import gather_speakers
+from pauc_backend.cli.framework.speaker_tables import as_spk2utt, gather_speakers, is_utt2spk
 from pauc_backend.errors import KaldiError
 
 
 class _Log:
     def __init__(self):
         self.warnings = []
+        self.lines = []
 
     def warning(self, message):
         self.warnings.append(message)
+
+    def log(self, message):
+        self.lines.append(message)
 
 
 def test_kept_speakers_stay_aligned_with_labels_when_a_speaker_is_dropped():
@@ -61,3 +65,26 @@ def test_train_pauc_metric_names_the_one_utterance_speaker_after_a_dropped_one(t
     stderr = proc.stderr.decode()
     assert proc.returncode == 0, stderr
     assert "Skipping speaker single: only one utterance" in stderr
+
+
+def test_the_rule_on_tables_in_memory():
+    """Issue 37: which tables read as spk2utt are utt2spk (tests/cli/test_speaker_table_forms.py
+    runs the tools on real ones)."""
+    keys = {"a1", "a2", "b1", "b2"}
+    utt2spk = {"a1": ["A"], "a2": ["A"], "b1": ["B"], "b2": ["B"]}
+    spk2utt = {"A": ["a1", "a2"], "B": ["b1", "b2"]}
+    singles = {"A": ["a1"], "B": ["b1"]}           # spk2utt, one utterance per speaker
+    assert is_utt2spk(utt2spk, keys) and is_utt2spk(utt2spk)      # keys, or a repeated speaker
+    assert not is_utt2spk(spk2utt, keys) and not is_utt2spk(spk2utt)
+    assert not is_utt2spk(singles, keys) and not is_utt2spk(singles)
+    assert not is_utt2spk({}, keys)
+    # first tokens are keys while no speaker repeats: utt2spk only when the keys are known
+    assert is_utt2spk({"a1": ["A"], "b1": ["B"]}, keys) and not is_utt2spk({"a1": ["A"],
+                                                                            "b1": ["B"]})
+    log = _Log()
+    table, name = as_spk2utt(log, {"b1": ["B"], "a1": ["A"], "b2": ["B"]}, "ark:u", keys)
+    # Kaldi's utt2spk_to_spk2utt.pl order: speakers as they first appear, utterances in order
+    assert list(table.items()) == [("B", ["b1", "b2"]), ("A", ["a1"])]
+    assert name == "ark:u (read as utt2spk)" and len(log.lines) == 1
+    log = _Log()
+    assert as_spk2utt(log, spk2utt, "ark:s", keys) == (spk2utt, "ark:s") and not log.lines

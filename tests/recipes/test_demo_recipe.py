@@ -44,7 +44,7 @@ def demo(tmp_path_factory):
                           cwd=out, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           env=tool_env(), timeout=1800)   # a hang guard, not a speed bound:
     # the demo (durations, a development set, stage 7) took 6 min wall, 133 s user at load 7-10
-    # and 15 min at load 17-25 on the shared 2-core machine (README); the figures live there
+    # and 15 min at load 17-25 on the shared 2-core machine: recipes/demo/RESULTS.md holds them
     assert proc.returncode == 0, proc.stdout.decode() + proc.stderr.decode()
     return out / "work", proc.stdout.decode()
 

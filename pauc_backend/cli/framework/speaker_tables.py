@@ -1,4 +1,5 @@
-"""spk2utt -> rows of a vector table, with the warnings of Kaldi's ivector-mean/-compute-plda."""
+"""spk2utt -> rows of a vector table, with the warnings of Kaldi's ivector-mean/-compute-plda;
+either form of a speaker table (utt2spk, spk2utt) where the other is expected (issue 37)."""
 
 from collections import namedtuple
 
@@ -42,17 +43,60 @@ def check_lookup_counts(spk2utt, total, found, num_vectors, count_speaker_keys,
         raise KaldiError("No vectors read from %s (empty input)" % vectors)
     if (all(len(utts) == 1 for utts in spk2utt.values())
             and count_speaker_keys() > found):
-        raise KaldiError("%s looks like an utt2spk table (its keys are utterances of %s and "
-                         "each has one token): give spk2utt there (utils/utt2spk_to_spk2utt.pl "
-                         "makes it)" % (table, vectors))
+        # only reached when ``is_utt2spk`` could not tell: no speaker has two utterances
+        raise KaldiError("%s looks like an utt2spk table in which every speaker has one "
+                         "utterance (its keys are utterances of %s): give spk2utt there, or an "
+                         "utt2spk table with several utterances per speaker (the tools read "
+                         "either form)" % (table, vectors))
     raise KaldiError("Only %d of the %d utterances listed in %s have a vector in %s: wrong "
                      "spk2utt or vector table?" % (found, total, table, vectors))
 
 
-def read_utt2spk(rspecifier):
-    """An utt2spk table (utterance -> one token); a spk2utt table given in its place (several
-    tokens per line) is named as such, with the script that converts it, instead of the
-    reader's "expected newline" at the second token."""
+def is_utt2spk(table, keys=None):
+    """Whether ``table``, read as spk2utt (``{first token: [the others]}``), is an utt2spk
+    table. Every line must have exactly two tokens (a spk2utt line with several utterances
+    settles it); then, with ``keys`` (the vector table's keys: a set or dict), when more of
+    the first tokens than of the second are vector keys; without them (train-plda streams its
+    vectors), when a second token repeats: a speaker with several utterances, which as
+    spk2utt would be one utterance listed under several speakers, each with only it. Left
+    undecided (one utterance per speaker, no keys) it stays spk2utt, and ``check_lookups``
+    names the mistake if it was one."""
+    if not table or any(len(tokens) != 1 for tokens in table.values()):
+        return False
+    if keys is not None:
+        return (sum(key in keys for key in table)
+                > sum(tokens[0] in keys for tokens in table.values()))
+    return len({tokens[0] for tokens in table.values()}) < len(table)
+
+
+def as_spk2utt(log, table, rspecifier, keys=None):
+    """``(spk2utt, name)``: ``table`` (read from ``rspecifier`` as spk2utt) itself, or, when
+    ``is_utt2spk``, its inversion as Kaldi's utils/utt2spk_to_spk2utt.pl makes it (speakers in
+    order of first appearance, each speaker's utterances in file order), with one LOG line;
+    ``name`` names the table in later messages (saying how it was read)."""
+    if keys is not None and not isinstance(keys, (set, frozenset, dict)):
+        keys = set(keys)
+    if not is_utt2spk(table, keys):
+        return table, rspecifier
+    spk2utt = {}
+    for utt, (spk,) in table.items():
+        spk2utt.setdefault(spk, []).append(utt)
+    log.log("Read %s as utt2spk (every line '<utterance> <speaker>'): %d utterances of %d "
+            "speakers" % (rspecifier, len(table), len(spk2utt)))
+    return spk2utt, "%s (read as utt2spk)" % rspecifier
+
+
+def read_spk2utt(log, rspecifier, keys=None):
+    """A spk2utt table from ``rspecifier``, which may hold utt2spk instead (``as_spk2utt``):
+    ``(spk2utt, name)``."""
+    return as_spk2utt(log, read_token_vector_table(rspecifier), rspecifier, keys)
+
+
+def read_utt2spk(rspecifier, log=None):
+    """An utt2spk table (utterance -> one token). A spk2utt table given in its place (a line
+    with several utterances: unambiguous) is read as one, as Kaldi's
+    utils/spk2utt_to_utt2spk.pl converts it, with one LOG line (``log``) saying so; an
+    utterance it lists twice is one ERROR."""
     try:
         return read_token_table(rspecifier)
     except KaldiError as err:
@@ -60,11 +104,19 @@ def read_utt2spk(rspecifier):
             table = read_token_vector_table(rspecifier)
         except KaldiError:
             raise err from None
-        if any(len(tokens) > 1 for tokens in table.values()):
-            raise KaldiError("%s looks like a spk2utt table (a line has several utterances): "
-                             "give utt2spk there (utils/spk2utt_to_utt2spk.pl makes it)"
-                             % rspecifier) from None
-        raise
+        if not any(len(tokens) > 1 for tokens in table.values()):
+            raise
+    utt2spk = {}
+    for spk, utts in table.items():
+        for utt in utts:
+            if utt in utt2spk:
+                raise KaldiError("%s, read as spk2utt (a line has several utterances), lists "
+                                 "utterance %s twice" % (rspecifier, utt))
+            utt2spk[utt] = spk
+    if log is not None:
+        log.log("Read %s as spk2utt (a line lists several utterances): %d utterances of %d "
+                "speakers" % (rspecifier, len(utt2spk), len(table)))
+    return utt2spk
 
 
 def gather_speakers(log, spk2utt, position, spk2utt_name=None, vectors_name=None):

@@ -119,7 +119,7 @@ def bootstrap_clusters(log, opts, keys, ids1, ids2):
     in ``keys``), or their speakers with --utt2spk."""
     enroll, test = ids1, ids2
     if opts.utt2spk:
-        table = read_utt2spk(opts.utt2spk)
+        table = read_utt2spk(opts.utt2spk, log)
         (enroll, found1, num1), (test, found2, num2) = (
             speaker_codes(ids, index, table) for ids, index in ((ids1, keys.first),
                                                                  (ids2, keys.second)))

@@ -4,9 +4,9 @@ import json
 import sys
 
 from pauc_backend.cli.framework.kaldi_cli import Tool
+from pauc_backend.cli.framework.speaker_tables import read_utt2spk
 from pauc_backend.cli.options import evaluation as extras
 from pauc_backend.errors import KaldiError
-from pauc_backend.kaldi_io import read_token_table
 from pauc_backend.kaldi_io.keyed import KeySpace, PairTable, join_columns, read_labelled_trials
 from pauc_backend.metrics.bootstrap import (ClusterBootstrap, bootstrap_columns,
                                             paired_bootstrap_statistics, paired_summary)
@@ -106,7 +106,7 @@ def run(opts, args):
                          % ("target" if not is_target.any() else "non-target"))
     enroll, test = ids1, ids2
     if opts.utt2spk:
-        table = read_token_table(opts.utt2spk)
+        table = read_utt2spk(opts.utt2spk, log)
         (enroll, found1, num1), (test, found2, num2) = (
             extras.speaker_codes(ids, index, table) for ids, index in ((ids1, keys.first),
                                                                        (ids2, keys.second)))

@@ -50,14 +50,14 @@ def global_form(opts, vector_rspecifier, mean_wxfilename):
 
 def speaker_form(spk2utt_rspecifier, vector_rspecifier, vector_wspecifier, num_utts_wspecifier):
     # imported here: the global form (a streamed sum) should start as fast as ivector-mean
-    from pauc_backend.cli.framework.speaker_tables import gather_speakers
+    from pauc_backend.cli.framework.speaker_tables import as_spk2utt, gather_speakers
     from pauc_backend.cli.framework.trial_scoring import index_keys
     log = tool.log
     spk2utt = read_token_vector_table(spk2utt_rspecifier)
     keys, X = read_finite(vector_rspecifier)
     position = index_keys(keys, "Duplicate key %%s in %s" % vector_rspecifier.replace("%", "%%"))
-    gathered = gather_speakers(log, spk2utt, position, spk2utt_rspecifier,
-                              vector_rspecifier)
+    spk2utt, spk2utt_name = as_spk2utt(log, spk2utt, spk2utt_rspecifier, position)
+    gathered = gather_speakers(log, spk2utt, position, spk2utt_name, vector_rspecifier)
     speakers, num_spk_err, num_utt_err = (gathered.speakers, gathered.num_spk_err,
                                           gathered.num_utt_err)
     utt_lists = np.split(gathered.rows, np.cumsum(gathered.sizes)[:-1]) if speakers else []

@@ -5,8 +5,9 @@ generate_calibration_trial.py)."""
 import numpy as np
 
 from pauc_backend.cli.framework.kaldi_cli import Tool
+from pauc_backend.cli.framework.speaker_tables import read_utt2spk
 from pauc_backend.errors import KaldiError
-from pauc_backend.kaldi_io import open_output, read_float_table, read_token_table
+from pauc_backend.kaldi_io import open_output, read_float_table
 from pauc_backend.models.calibration_trials import calibration_trials
 
 USAGE = """
@@ -57,7 +58,7 @@ tool.check(_check)
 
 def run(opts, args):
     utt2spk_rspecifier, trials_wx = args
-    utt2spk = read_token_table(utt2spk_rspecifier)
+    utt2spk = read_utt2spk(utt2spk_rspecifier, tool.log)
     if not utt2spk:
         raise KaldiError("No utterances in %s" % utt2spk_rspecifier)
     utts = list(utt2spk)

@@ -44,7 +44,7 @@ tool.register("binary", True, "Write output in binary mode")
 def run(opts, args):
     vector_rspecifier, utt2spk_rspecifier, lda_wxfilename = args
     log = tool.log
-    utt2spk = read_utt2spk(utt2spk_rspecifier)
+    utt2spk = read_utt2spk(utt2spk_rspecifier, log)
     with Spool("the vectors of %s" % vector_rspecifier) as spool:
         labels, num_done, num_err = read_utt2spk_pass(log, vector_rspecifier, utt2spk, spool)
         log.log("Read %d utterances, %d with errors." % (num_done, num_err))

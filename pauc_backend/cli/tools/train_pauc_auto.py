@@ -7,10 +7,10 @@ import numpy as np
 from pauc_backend.persist.auto_backend import write_model_dir
 from pauc_backend.persist.auto_folds import combine, job_folds, run_fold_job
 from pauc_backend.cli.framework.kaldi_cli import Progress, Tool, format_float
-from pauc_backend.cli.framework.speaker_tables import gather_speakers
+from pauc_backend.cli.framework.speaker_tables import gather_speakers, read_spk2utt
 from pauc_backend.cli.framework.vector_input import check_finite
 from pauc_backend.errors import KaldiError
-from pauc_backend.kaldi_io import read_token_table, read_token_vector_table, read_vector_table
+from pauc_backend.kaldi_io import read_token_table, read_vector_table
 from pauc_backend.kaldi_io.commit import claim_outputs
 from pauc_backend.kaldi_io.streams import check_writable
 from pauc_backend.models import auto_params
@@ -89,6 +89,8 @@ ratings) and may have nothing to do; --combine chooses and trains the final back
 same system and the same model files as one process. Give every step the same options and
 data: each output stores their digest and a sha256 of its figures and scores, and a mismatch,
 a changed file or a missing fold is an ERROR naming it.
+The speakers may also be given as utt2spk (lines "<utterance> <speaker>"): the tools read
+either form (a LOG line says when a table was read as utt2spk).
 
 Usage: train-pauc-auto [options] <train-vector-rspecifier> <train-spk2utt-rspecifier> <model-dir-out>
 e.g.: train-pauc-auto --enroll-utts=3 scp:data/train/xvector.scp ark:data/train/spk2utt exp/pauc_auto
@@ -183,8 +185,9 @@ def run(opts, args):
     keys, X = read_vector_table(vector_rspecifier)
     if not len(keys):
         raise KaldiError("No vectors in %s" % vector_rspecifier)
-    spk2utt = read_token_vector_table(spk2utt_rspecifier)
-    speakers = gather_speakers(log, spk2utt, keys, spk2utt_rspecifier)
+    position = {key: row for row, key in enumerate(keys)}
+    spk2utt, spk2utt_name = read_spk2utt(log, spk2utt_rspecifier, position)
+    speakers = gather_speakers(log, spk2utt, position, spk2utt_name)
     if not speakers.rows.size:
         raise KaldiError("No speaker in %s has a vector in %s"
                          % (spk2utt_rspecifier, vector_rspecifier))

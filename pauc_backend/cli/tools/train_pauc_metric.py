@@ -3,7 +3,7 @@
 import numpy as np
 
 from pauc_backend.cli.framework.kaldi_cli import Progress, Tool, format_float
-from pauc_backend.cli.framework.speaker_tables import gather_speakers
+from pauc_backend.cli.framework.speaker_tables import as_spk2utt, gather_speakers
 from pauc_backend.cli.framework.vector_input import check_finite
 from pauc_backend.errors import KaldiError
 from pauc_backend.heartbeat import Heartbeat
@@ -30,6 +30,8 @@ d x d doubles (three or four of them: 6 MB each at d = 512); the batch's pair ar
 O(s^2).
 Progress: a LOG line "Progress: pauc metric, train, iteration i of N; elapsed ..., estimated
 remaining ..." at least every --progress-interval seconds of work.
+The speakers may also be given as utt2spk (lines "<utterance> <speaker>"): the tools read
+either form (a LOG line says when a table was read as utt2spk).
 
 Usage: train-pauc-metric [options] <spk2utt-rspecifier> <vector-rspecifier> <metric-wxfilename>
 e.g.: train-pauc-metric --write-transform=exp/metric.mat ark:data/train/spk2utt ark:exp/train_latent.ark exp/metric
@@ -137,7 +139,9 @@ def run(opts, args):
     model = make_estimator(opts, callback)
     spk2utt = read_token_vector_table(spk2utt_rspecifier)
     keys, X = read_vector_table(vector_rspecifier)
-    speakers = gather_speakers(log, spk2utt, keys, spk2utt_rspecifier, vector_rspecifier)
+    position = {key: row for row, key in enumerate(keys)}
+    spk2utt, spk2utt_name = as_spk2utt(log, spk2utt, spk2utt_rspecifier, position)
+    speakers = gather_speakers(log, spk2utt, position, spk2utt_name, vector_rspecifier)
     rows, labels = speakers.rows, speakers.labels
     if not rows.size:
         raise KaldiError("No speaker in %s has a vector in %s"

@@ -4,8 +4,9 @@ import numpy as np
 
 from pauc_backend.cli.framework.kaldi_cli import Tool, format_float, format_vector
 from pauc_backend.cli.framework.labelled_stream import stream_spk2utt
+from pauc_backend.cli.framework.speaker_tables import read_spk2utt
 from pauc_backend.errors import KaldiError
-from pauc_backend.kaldi_io import read_token_vector_table, write_plda
+from pauc_backend.kaldi_io import write_plda
 from pauc_backend.models.plda import PLDA
 
 USAGE = """
@@ -31,8 +32,8 @@ tool.register("binary", True, "Write output in binary mode")
 
 def run(opts, args):
     spk2utt_rspecifier, vector_rspecifier, plda_wxfilename = args
-    spk2utt = read_token_vector_table(spk2utt_rspecifier)
-    stats, counts = stream_spk2utt(tool.log, spk2utt, vector_rspecifier, spk2utt_rspecifier)
+    spk2utt, spk2utt_name = read_spk2utt(tool.log, spk2utt_rspecifier)
+    stats, counts = stream_spk2utt(tool.log, spk2utt, vector_rspecifier, spk2utt_name)
     tool.log.log("Accumulated stats from %d speakers (%d with no utterances), consisting of "
                  "%d utterances (%d absent from input)."
                  % (counts.num_spk_done, counts.num_spk_err, counts.num_utt_done,
