@@ -264,6 +264,54 @@ def test_a_target_replaced_before_an_in_place_redo_is_refused(shared, tmp_path):
     assert_refused(shared, before, "no longer the file the run rewrote in place")
 
 
+def test_an_in_place_step_through_a_planted_hard_link_is_not_redone_by_a_read(shared):
+    """Issue 36 item 2, the reproducer: a journal (ours in every check, the same bytes beside
+    both targets) whose in-place step names a hard link in the table's folder to a file
+    elsewhere, with a temp file of ours: a read of the table copied the temp into that file.
+    Now a read refuses it (one ERROR naming the journal), and nothing changes anywhere."""
+    victim = shared["victim"] / "v.txt"
+    link = shared["dir"] / "link.txt"
+    os.link(victim, link)
+    bait = Path(journal.temp_name(str(link)))
+    bait.write_text("the attacker's content\n")
+    info = os.lstat(link)
+    scp = str(shared["scp"])
+    journal.write_set([(str(bait), str(link), (info.st_dev, info.st_ino), False),
+                       (journal.temp_name(scp), scp, None, True)], lambda: None)
+    before = snapshot(shared["root"])
+    for args in (["scp:%s" % scp, "ark,t:-"], ["ark,t:%s" % shared["new_txt"], "ark:" + scp]):
+        proc = tool("copy-vectors", *args)
+        assert proc.returncode == 255, proc.stderr.decode()
+        lines = errors(proc.stderr.decode())
+        assert len(lines) == 1, proc.stderr.decode()
+        assert "Refused the commit journal '%s'" % journal.journal_path(scp) in lines[0]
+        assert "rewrites '%s' in place" % link in lines[0]
+        assert victim.read_text() == "the victim's file\n"
+        assert snapshot(shared["root"]) == before
+
+
+def test_an_interrupted_in_place_commit_is_left_to_the_rerun_of_its_writer(shared, tmp_path):
+    """A genuine commit of a hard-linked archive (rewritten in place) killed with its
+    journals written: a read does not finish it (one ERROR, the other name unchanged); the
+    rerun of the killed command, which writes that archive, finishes it and commits anew."""
+    other = tmp_path / "other_name.ark"
+    os.link(shared["ark"], other)
+    old_bytes = other.read_bytes()
+    proc = tool("copy-vectors", "ark,t:%s" % shared["new_txt"], shared["wspec"],
+                env={"PAUC_BACKEND_TEST_SIGNAL_AFTER_STEPS": "2"})
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()
+    code, _, stderr = read_pair(shared["scp"])
+    assert code == 255 and len(errors(stderr)) == 1, stderr
+    assert "rewrites '%s' in place" % shared["ark"] in stderr
+    assert other.read_bytes() == old_bytes
+    proc = tool("copy-vectors", "ark,t:%s" % shared["new_txt"], shared["wspec"])
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert "Finished the commit" in proc.stderr.decode()
+    assert read_pair(shared["scp"])[:2] == (0, shared["new"])
+    assert other.read_bytes() == shared["ark"].read_bytes() and os.stat(other).st_nlink == 2
+    assert sorted(os.listdir(shared["dir"])) == ["x.ark", "x.scp"]
+
+
 # -- stale temp files -------------------------------------------------------------------------
 
 def write_new_pair(shared):
