@@ -6,7 +6,7 @@ not find.
 
 Genuine interrupted commits come from a real run killed by the commit's test hook
 (``PAUC_BACKEND_TEST_SIGNAL_AFTER_STEPS=N``: SIGKILL after the N-th change of a file), in a
-subprocess. "Another user" is simulated without root by giving the journal module another
+subprocess started through tests/hooked_tool.py. "Another user" is simulated without root by giving the journal module another
 effective uid (or another owner for one inode) in this process only, through monkeypatch.
 """
 
@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import BIN, run_tool, tool_env
+from conftest import BIN, run_tool, tool_argv, tool_env
 
 from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import commit, journal
@@ -36,7 +36,7 @@ def text_archive(path, sign, num=50, dim=2):
 def tool(*args, env=None):
     full_env = tool_env()
     full_env.update(env or {})
-    return subprocess.run([sys.executable, str(BIN / args[0]), *map(str, args[1:])],
+    return subprocess.run(tool_argv(*args, env=env),
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=full_env)
 
 

@@ -2,8 +2,8 @@
 all new or all old after a write error, a file-size limit, a signal or a SIGKILL at any moment.
 
 Every fault is injected into a subprocess (resource limits, signals and the commit test hook
-``PAUC_BACKEND_TEST_SIGNAL_AFTER_RENAMES`` are set only there); pytest's own process state is
-never changed.
+``PAUC_BACKEND_TEST_SIGNAL_AFTER_RENAMES``, through tests/hooked_tool.py, are set only there);
+pytest's own process state is never changed.
 """
 
 import os
@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import BIN, run_shell, run_tool, tool_env
+from conftest import BIN, run_shell, run_tool, tool_argv, tool_env
 
 NUM_VECTORS = 3000
 KALDI_COPY_VECTOR = Path(os.environ.get("PAUC_KALDI_ROOT") or
@@ -38,7 +38,7 @@ def tool(*args, env=None, limit_bytes=None, check=False):
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit_bytes, limit_bytes))
     full_env = tool_env()
     full_env.update(env or {})
-    proc = subprocess.run([sys.executable, str(BIN / args[0]), *map(str, args[1:])],
+    proc = subprocess.run(tool_argv(*args, env=env),
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=full_env,
                           preexec_fn=limit if limit_bytes else None)
     if check:
@@ -127,6 +127,33 @@ def test_sigkill_between_the_renames_is_finished_by_the_next_writer(pair):
     assert "Finished the commit" in again.stderr.decode()
     assert read_pair(pair["scp"])[:2] == (0, pair["new"])
     assert leftovers(pair["scp"].parent) == []
+
+
+def test_the_commit_test_hooks_do_nothing_in_a_real_run(pair):
+    """Issue 36 item 5: the hooks' variables inherited by a real run (bin/<tool>) neither
+    pause nor kill it: only the suite's launcher (tests/hooked_tool.py) switches them on, and
+    no module of the package reads them."""
+    flag = pair["ark"].parent.parent / "pause"
+    env = tool_env()
+    env.update({"PAUC_BACKEND_TEST_SIGNAL_AFTER_RENAMES": "1",
+                "PAUC_BACKEND_TEST_SIGNAL_AFTER_STEPS": "1",
+                "PAUC_BACKEND_TEST_PAUSE_BEFORE_COMMIT": str(flag)})
+    proc = subprocess.Popen([sys.executable, str(BIN / "copy-vectors"),
+                             "ark,t:%s" % pair["new_txt"], pair["wspec"]], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    paused = flag.with_name("pause.paused")
+    deadline = time.monotonic() + 120
+    while proc.poll() is None and not paused.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    if paused.exists():
+        flag.with_name("pause.go").write_text("")
+    _, stderr = proc.communicate(timeout=120)
+    assert not paused.exists(), "a real run paused before its commit"
+    assert proc.returncode == 0, stderr.decode()
+    assert read_pair(pair["scp"])[:2] == (0, pair["new"])
+    assert leftovers(pair["scp"].parent) == []
+    package = Path(BIN).parent / "pauc_backend"
+    assert [p for p in package.rglob("*.py") if "PAUC_BACKEND_TEST" in p.read_text()] == []
 
 
 @pytest.mark.parametrize("signame", ["SIGTERM", "SIGINT", "SIGHUP"])

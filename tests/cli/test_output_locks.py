@@ -6,7 +6,8 @@ is decided by its lock, not by its pid.
 
 The "other run" is either this test process holding the lock (``fcntl.flock``, as a run on
 another host would) or a real run paused before its commit by the test hook
-``PAUC_BACKEND_TEST_PAUSE_BEFORE_COMMIT`` (set only in that subprocess).
+``PAUC_BACKEND_TEST_PAUSE_BEFORE_COMMIT`` (set only in that subprocess, which runs through
+tests/hooked_tool.py: a real run ignores the variable).
 """
 
 import contextlib
@@ -19,7 +20,7 @@ import sys
 import time
 
 import pytest
-from conftest import BIN, run_tool, tool_env
+from conftest import BIN, run_tool, tool_argv, tool_env
 
 from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import commit, journal, output_locks
@@ -36,7 +37,7 @@ def text_archive(path, sign, num=400, dim=3):
 def start(*args, env=None):
     full_env = tool_env()
     full_env.update(env or {})
-    return subprocess.Popen([sys.executable, str(BIN / args[0]), *map(str, args[1:])],
+    return subprocess.Popen(tool_argv(*args, env=env),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=full_env)
 
 
