@@ -128,7 +128,7 @@ def _steps(data):
     """The validated steps ``(tmp, target, inode or None, is_script)`` of a journal's bytes."""
     try:
         record = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):   # nested past Python's stack
         raise _Refused("it is not a journal this program writes (not JSON)") from None
     if not isinstance(record, dict) or record.get("format") != _FORMAT \
             or not isinstance(record.get("steps"), list) \

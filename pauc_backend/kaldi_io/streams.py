@@ -230,12 +230,25 @@ def _map_file(path):
         try:
             size = os.fstat(handle.fileno()).st_size
             if size == 0 or not os.path.isfile(path):
-                return handle.read()
+                return _read_rest(handle, path)
             # MAP_POPULATE maps the whole page cache at once instead of faulting page by page.
             flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
             return mmap.mmap(handle.fileno(), 0, flags=flags, prot=mmap.PROT_READ)
         except (OSError, ValueError):
-            return handle.read()
+            return _read_rest(handle, path)
+
+
+def _read_rest(handle, path):
+    """The rest of the open file ``handle``; a failing read (EIO: /proc/self/mem, a bad disk)
+    is a KaldiError naming ``path``."""
+    try:
+        return handle.read()
+    except OSError as err:
+        raise _read_failed(path, err) from None
+
+
+def _read_failed(path, err):
+    return KaldiError("Failed to read '%s': %s" % (path, err.strerror or err))
 
 
 def run_input_pipe(command, name=None):
@@ -359,9 +372,12 @@ def open_input(rx):
     except OSError as err:
         raise _open_failed(path, err) from None
     with handle:
-        if offset:
-            handle.seek(offset)
-        yield handle
+        try:       # the readers' bodies only read: an OSError there is a failing read
+            if offset:
+                handle.seek(offset)
+            yield handle
+        except OSError as err:
+            raise _read_failed(path, err) from None
 
 
 # -- writing -------------------------------------------------------------------------------------

@@ -131,6 +131,21 @@ def test_a_planted_journal_naming_other_files_is_refused_by_a_plain_read(shared,
     assert snapshot(shared["root"]) == before
 
 
+def test_a_deeply_nested_journal_is_refused_as_a_journal_not_an_internal_error(shared):
+    """Issue 36 item 4: JSON nested past Python's recursion limit gave "RecursionError
+    (internal error)"; it is a journal this program does not write."""
+    planted = Path(journal.journal_path(str(shared["scp"])))
+    planted.write_bytes(b"[" * 200000 + b"]" * 200000)
+    before = snapshot(shared["root"])
+    proc = tool("copy-vectors", "scp:%s" % shared["scp"], "ark:/dev/null")
+    assert proc.returncode == 255
+    lines = errors(proc.stderr.decode())
+    assert len(lines) == 1 and "Refused the commit journal '%s'" % planted in lines[0]
+    assert "not a journal this program writes" in lines[0]
+    assert "internal error" not in proc.stderr.decode()
+    assert snapshot(shared["root"]) == before
+
+
 def test_a_journal_naming_a_live_pid_and_no_step_is_refused_at_once(shared):
     """It blocked every reader and writer for 60 s (liveness was kill(pid, 0)); now whether
     its writer runs is the lock's business, and a journal with no step for the file it is
