@@ -390,6 +390,45 @@ def clean_stale_outputs(path):
               "outputs)" % (stale, owner))
 
 
+def remove_stale_temp_dirs(target):
+    """After the directory output ``target`` (a model directory, a fold output of
+    train-pauc-auto) is in place, while this process holds its lock: remove, with a WARNING,
+    the temp directories that killed writers of it left beside it. Removed is only what is
+    provably ours and dead: a directory (``lstat``: not a link) owned by our effective user,
+    whose name is exactly a temp name of ``target`` (``.<name>.pauc-<pid>@<host>-<16 hex>.tmp``,
+    ``journal.is_own_temp``), of a process of this host that is not alive, while we hold the
+    target's lock (which its writer held). Whatever it held (a half-written directory, a
+    complete one never renamed in, the old one set aside by ``replace_directory``'s fallback)
+    is superseded by ``target`` now. Another host's are left (its process cannot be asked, and
+    on mounts whose locks are per host the lock proves nothing); so is anything else."""
+    directory = os.path.dirname(target) or "."
+    if not output_locks.holds(os.path.join(os.path.realpath(directory),
+                                           os.path.basename(target))):
+        return
+    start = os.path.basename(tmp_prefix(target))
+    here = output_locks.host_name()
+    try:
+        names = [entry.name for entry in os.scandir(directory) if entry.name.startswith(start)]
+    except OSError:
+        return
+    for name in names:
+        stale = os.path.join(directory, name)
+        if not journal.is_own_temp(stale, target):
+            continue
+        pid, _, rest = name[len(start):].partition("@")
+        if rest.rsplit("-", 1)[0] != here or _alive(int(pid)):
+            continue
+        try:
+            info = os.lstat(stale)
+            if not (stat.S_ISDIR(info.st_mode) and journal.ours(info)):
+                continue
+            shutil.rmtree(stale)      # fd-based on Linux: links inside are not followed
+        except OSError:
+            continue
+        _warn("Removed '%s', a temporary directory left by process %s (killed before it "
+              "committed its output)" % (stale, pid))
+
+
 def _stale_owner(rest, here, locked):
     """Who left the temp file whose name ends in ``rest`` (``<pid>@<host>-<x>.tmp``, or
     ``<pid>-<x>.tmp`` of older versions, of this host), if it is stale; else None. With the

@@ -44,7 +44,7 @@ from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import codec
 from pauc_backend.kaldi_io.archive import iter_archive, read_fv_buffer
 from pauc_backend.kaldi_io.commit import (claimed, committed_at_once, make_temp_dir,
-                                          replace_directory)
+                                          remove_stale_temp_dirs, replace_directory)
 from pauc_backend.kaldi_io import HOLDERS, write_matrix, write_plda
 from pauc_backend.kaldi_io import write_int32_table, write_vector, write_vector_table
 from pauc_backend.kaldi_io.objects import read_plda_obj
@@ -68,7 +68,8 @@ def _write_model_dir(path, model, binary=True, extra_lines=()):
     parent = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(parent):
         raise KaldiError("Cannot write model directory %s: %s does not exist" % (path, parent))
-    tmp = make_temp_dir(os.path.join(parent, os.path.basename(path.rstrip("/"))))
+    final = os.path.join(parent, os.path.basename(path.rstrip("/")))
+    tmp = make_temp_dir(final)
     try:
         pipe = model.pipeline_
         with open(os.path.join(tmp, "system.txt"), "w") as f:
@@ -116,6 +117,7 @@ def _write_model_dir(path, model, binary=True, extra_lines=()):
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    remove_stale_temp_dirs(final)      # what killed writers of it left: superseded now
 
 
 # -- reading: every file is a regular file under a cap (kaldi_io.regular_files) -------------

@@ -47,7 +47,7 @@ from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import write_matrix
 from pauc_backend.kaldi_io.codec import read_matrix_obj
 from pauc_backend.kaldi_io.commit import (claimed, committed_at_once, make_temp_dir,
-                                          replace_directory)
+                                          remove_stale_temp_dirs, replace_directory)
 from pauc_backend.kaldi_io.regular_files import read_regular
 from pauc_backend.models import auto_params
 
@@ -167,6 +167,7 @@ def _write_fold_outputs(fold_dir, stage, folds, results, work, digest, binary=Tr
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
+        remove_stale_temp_dirs(final)  # what killed jobs left for it: superseded now
 
 
 # -- reading ---------------------------------------------------------------------------------
