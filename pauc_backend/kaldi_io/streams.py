@@ -174,7 +174,9 @@ def _status_text(code):
 
 
 def _open_failed(path, err, mode="reading"):
-    return KaldiError("Failed to open '%s' for %s: %s" % (path, mode, err.strerror or err))
+    """The KaldiError of a failed open (``mode``: "reading", "writing"), or read (None)."""
+    doing = "read '%s'" % path if mode is None else "open '%s' for %s" % (path, mode)
+    return KaldiError("Failed to %s: %s" % (doing, err.strerror or err))
 
 
 # -- reading -------------------------------------------------------------------------------------
@@ -239,16 +241,11 @@ def _map_file(path):
 
 
 def _read_rest(handle, path):
-    """The rest of the open file ``handle``; a failing read (EIO: /proc/self/mem, a bad disk)
-    is a KaldiError naming ``path``."""
+    """The rest of the open file ``handle`` (a failing read, EIO, names ``path``)."""
     try:
         return handle.read()
     except OSError as err:
-        raise _read_failed(path, err) from None
-
-
-def _read_failed(path, err):
-    return KaldiError("Failed to read '%s': %s" % (path, err.strerror or err))
+        raise _open_failed(path, err, None) from None
 
 
 def run_input_pipe(command, name=None):
@@ -372,12 +369,12 @@ def open_input(rx):
     except OSError as err:
         raise _open_failed(path, err) from None
     with handle:
-        try:       # the readers' bodies only read: an OSError there is a failing read
+        try:       # the readers' bodies only read: an OSError there is a failing read (EIO)
             if offset:
                 handle.seek(offset)
             yield handle
         except OSError as err:
-            raise _read_failed(path, err) from None
+            raise _open_failed(path, err, None) from None
 
 
 # -- writing -------------------------------------------------------------------------------------

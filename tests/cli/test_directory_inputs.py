@@ -61,7 +61,7 @@ def made(tmp_path_factory):
     return d
 
 
-def _nan_in(name, kind):
+def _non_finite_in(kind):
     def damage(path):
         read, write = (read_vector, write_vector) if kind == "vector" else \
             (read_matrix, write_matrix)
@@ -103,11 +103,11 @@ MODEL_CASES = {   # file, damage, what the ERROR says about it
     "directory as mean.vec": ("mean.vec", _directory, "it is a directory"),
     "huge transform.mat": ("transform.mat", _huge, "such a file may have"),
     "FIFO fusion": ("fusion", _fifo, "it is a FIFO, not a regular file"),
-    "NaN in mean.vec": ("mean.vec", _nan_in("mean.vec", "vector"),
+    "NaN in mean.vec": ("mean.vec", _non_finite_in("vector"),
                         "mean.vec holds NaN or infinite values"),
-    "Inf in transform.mat": ("transform.mat", _nan_in("transform.mat", "matrix"),
+    "Inf in transform.mat": ("transform.mat", _non_finite_in("matrix"),
                              "transform.mat holds NaN or infinite values"),
-    "Inf in domain_whitener.mat": ("domain_whitener.mat", _nan_in("x", "matrix"),
+    "Inf in domain_whitener.mat": ("domain_whitener.mat", _non_finite_in("matrix"),
                                    "domain_whitener.mat holds NaN or infinite values"),
 }
 

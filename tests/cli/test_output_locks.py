@@ -203,6 +203,30 @@ def test_a_stale_lock_file_is_replaced_by_a_new_one_never_written_into(pair):
     assert sorted(os.listdir(pair["ark"].parent)) == ["x.ark", "x.scp"]
 
 
+def test_a_free_lock_file_of_another_user_that_cannot_be_removed_is_refused(pair,
+                                                                            monkeypatch):
+    """A free lock file is taken over by removing it; one of another user that we may not
+    remove (a sticky directory: simulated by another effective uid and an unlink that says
+    EPERM, in this process only) is refused naming its owner, never locked or written."""
+    lock = output_locks.lock_path(str(pair["ark"]))
+    with open(lock, "wb") as stale:
+        stale.write(RECORD)
+    real_unlink = os.unlink
+
+    def unlink(path, *args, **kwargs):
+        if path == lock:
+            raise PermissionError(1, "Operation not permitted", path)
+        return real_unlink(path, *args, **kwargs)
+
+    monkeypatch.setattr(output_locks, "effective_uid", lambda: os.geteuid() + 1)
+    monkeypatch.setattr(os, "unlink", unlink)
+    with pytest.raises(KaldiError) as caught:
+        output_locks.acquire([str(pair["ark"])])
+    assert "Refused the lock file '%s': it belongs to user %d" % (lock, os.geteuid()) \
+        in str(caught.value)
+    assert open(lock, "rb").read() == RECORD and not output_locks.holds(str(pair["ark"]))
+
+
 def test_a_hard_linked_lock_file_is_refused_and_the_linked_file_left_alone(pair, tmp_path):
     """Issue 36 item 1, the reproducer: ``ln victim.bin .x.ark.pauc-lock`` then a write of
     x.ark wrote its holder record into victim.bin (exit 0). Now: one ERROR, the victim and
