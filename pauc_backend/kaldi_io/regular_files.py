@@ -2,12 +2,14 @@
 model directory of train-pauc-auto, the outputs of its fold jobs, a folder of .npy vectors.
 
 Kaldi's rxfilenames may be pipes, devices or FIFOs (``streams``); a file found in a directory
-may not. ``read_regular`` opens it with O_NOFOLLOW|O_NONBLOCK (a FIFO cannot block the open, a
-symbolic link is not followed), checks with ``fstat`` that it is a regular file of at most
+may not. ``read_regular`` opens it with O_NONBLOCK (a FIFO cannot block the open), checks with
+``fstat`` that what it opened (the target of a symbolic link: Kaldi users link model pieces and
+whole directories) is a regular file of at most
 ``limit`` bytes (each caller states its cap), and reads it whole, never more than ``limit + 1``
 bytes even if it grows meanwhile. Anything else is one KaldiError naming the file and what it
-is: a FIFO, a device (``/dev/zero``), a directory, a socket, a symbolic link, a file over its
-cap, a failing read (EIO). ``parse_object`` and ``decode_text`` then give the Kaldi object or
+is: a FIFO, a device (``/dev/zero``, also behind a link), a directory, a socket, a file over
+its cap, a failing read (EIO). Reading follows links safely: only the opened file's own type
+and size decide, and nothing is written. ``parse_object`` and ``decode_text`` then give the Kaldi object or
 the UTF-8 text of those bytes, with errors naming the file.
 """
 
@@ -41,12 +43,10 @@ def open_regular(path, limit, what):
     ``limit``). FileNotFoundError when it does not exist (the caller says what is missing);
     KaldiError for anything else."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         raise
     except OSError as err:
-        if err.errno == errno.ELOOP:
-            raise _not_regular(path, what, "a symbolic link") from None
         if err.errno == errno.ENXIO:
             raise _not_regular(path, what, "a socket") from None
         raise KaldiError("Cannot read %s (%s): %s" % (path, what, err.strerror or err)) \

@@ -93,13 +93,13 @@ def _directory(path):
 
 MODEL_CASES = {   # file, damage, what the ERROR says about it
     "FIFO system.txt": ("system.txt", _fifo, "it is a FIFO, not a regular file"),
-    "/dev/zero as system.txt": ("system.txt", _dev_zero, "it is a symbolic link, not a "
+    "/dev/zero as system.txt": ("system.txt", _dev_zero, "it is a character device, not a "
                                                           "regular file"),
     "huge system.txt": ("system.txt", _huge, "more than the 1 MiB such a file may have"),
     "non-UTF-8 system.txt": ("system.txt", lambda p: p.write_bytes(
         p.read_bytes() + b"note caf\xe9\n"), "is not UTF-8 text (byte 0xe9"),
     "FIFO mean.vec": ("mean.vec", _fifo, "it is a FIFO, not a regular file"),
-    "/dev/zero as mean.vec": ("mean.vec", _dev_zero, "it is a symbolic link"),
+    "/dev/zero as mean.vec": ("mean.vec", _dev_zero, "it is a character device"),
     "directory as mean.vec": ("mean.vec", _directory, "it is a directory"),
     "huge transform.mat": ("transform.mat", _huge, "such a file may have"),
     "FIFO fusion": ("fusion", _fifo, "it is a FIFO, not a regular file"),
@@ -126,6 +126,26 @@ def test_a_special_huge_or_non_finite_model_file_is_one_error_naming_it(made, tm
     assert not (tmp_path / "scores").exists()
 
 
+def test_model_pieces_behind_symbolic_links_are_read_as_their_targets(made, tmp_path):
+    """Kaldi users link model pieces (ln -s ../exp/plda): a link to a regular file is read
+    (only the opened file's type and size decide); scores equal the unlinked model's."""
+    model = tmp_path / "model"
+    shutil.copytree(made / "model", model)
+    elsewhere = tmp_path / "pieces"
+    elsewhere.mkdir()
+    for name in ("mean.vec", "transform.mat", "system.txt"):
+        (model / name).rename(elsewhere / name)
+        os.symlink(elsewhere / name, model / name)
+    outputs = []
+    for directory in (made / "model", model):
+        out = tmp_path / ("scores.%s" % directory.name)
+        code, stderr = run("score-pauc-auto", directory, "ark:%s" % (made / "test.ark"),
+                           "ark:%s" % (made / "test.ark"), made / "trials", out, cwd=tmp_path)
+        assert code == 0, stderr
+        outputs.append(out.read_bytes())
+    assert outputs[0] == outputs[1]
+
+
 FOLD_OPTS = ["--lda-dims=6,10", "--num-folds=3", "--candidates=plda,cosine", "--num-jobs=1",
              "--print-args=false"]
 
@@ -145,9 +165,9 @@ def _scores(folder):
 
 FOLD_CASES = {
     "FIFO info.json": ("info.json", _fifo, "it is a FIFO, not a regular file"),
-    "/dev/zero as info.json": ("info.json", _dev_zero, "it is a symbolic link"),
+    "/dev/zero as info.json": ("info.json", _dev_zero, "it is a character device"),
     "FIFO scores": (_scores, _fifo, "it is a FIFO, not a regular file"),
-    "/dev/zero as scores": (_scores, _dev_zero, "it is a symbolic link"),
+    "/dev/zero as scores": (_scores, _dev_zero, "it is a character device"),
     "huge scores": (_scores, _huge, "such a file may have"),
 }
 
@@ -171,7 +191,7 @@ def test_a_special_or_huge_fold_output_is_one_error_naming_it(made, folds, tmp_p
 
 
 @pytest.mark.parametrize("damage,said", [(_fifo, "it is a FIFO"),
-                                         (_dev_zero, "it is a symbolic link")])
+                                         (_dev_zero, "it is a character device")])
 def test_a_special_file_in_a_folder_of_npy_vectors_is_one_error_naming_it(tmp_path, damage,
                                                                           said):
     folder = tmp_path / "vectors"
