@@ -6,7 +6,9 @@ Formats (what neural toolkits such as WeSpeaker, SpeechBrain or 3D-Speaker dump)
 * ``npz``: either a 2-D array and a 1-D string array of keys (found by themselves when each is
   the only one of its kind, else named), or a 2-D array and a key list, or one 1-D array per
   key (``np.savez(f, **{utt: vector})``), the array names being the keys.
-* ``npy-dir``: a folder of ``<key>.npy`` files, one vector each (3D-Speaker's layout).
+* ``npy-dir``: a folder of ``<key>.npy`` files, one vector each (3D-Speaker's layout); each
+  must be a regular file of at most ``NPY_DIR_FILE_BYTES`` (``kaldi_io.regular_files``: a FIFO,
+  a device or a symbolic link there is one ERROR naming it, never a wait or an endless read).
 * ``text``: lines ``key v1 v2 ...`` without Kaldi's brackets.
 
 Every failure is a KaldiError naming the file and the key, row or line. Vectors holding NaN
@@ -37,6 +39,7 @@ from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import lines as line_files
 from pauc_backend.kaldi_io import streams
 from pauc_backend.kaldi_io.holders import check_token
+from pauc_backend.kaldi_io.regular_files import read_regular
 from pauc_backend.voxceleb import utterance_key
 
 FORMATS = ("auto", "npy", "npz", "npy-dir", "text")
@@ -149,13 +152,20 @@ def _as_vectors(array, name, ndim=2):
 _DAMAGED = (zipfile.BadZipFile, zlib.error, EOFError, ValueError, OSError)
 
 
-def _load(source, what):
-    """np.load of an rxfilename: a file is read in place, a pipe or stdin through memory. An
-    .npz archive is checked for two members of one name."""
+NPY_DIR_FILE_BYTES = 1 << 24
+"""The most bytes of one ``<key>.npy`` of a folder: one vector of up to 2 million doubles."""
+
+
+def _load(source, what, data=None):
+    """np.load of an rxfilename (or of ``data``, its bytes already read): a file is read in
+    place, a pipe or stdin through memory. An .npz archive is checked for two members of one
+    name."""
     kind, path = streams.classify_rxfilename(source)
     where = streams.printable(source)
     try:
-        if kind == "file":
+        if data is not None:
+            loaded = np.load(io.BytesIO(data), allow_pickle=False)
+        elif kind == "file":
             loaded = np.load(path, allow_pickle=False)
         elif kind == "offset":
             data, start = streams.read_all(source)
@@ -349,7 +359,11 @@ def _read_npy_dir(folder):
     vectors = []
     for name in names:
         path = os.path.join(folder, name)
-        array = _load(path, "an .npy file")
+        try:
+            data = read_regular(path, NPY_DIR_FILE_BYTES, "a vector of a folder of .npy files")
+        except FileNotFoundError:
+            raise KaldiError("%s was removed while the folder was read" % path) from None
+        array = _load(path, "an .npy file", data)
         if isinstance(array, np.lib.npyio.NpzFile):
             raise KaldiError("%s is an .npz archive, not .npy" % path)
         if array.ndim == 2 and array.shape[0] == 1:   # a (1, D) batch of one

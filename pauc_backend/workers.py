@@ -9,11 +9,26 @@ reaches the whole process group; the parent alone unwinds and stops them). The s
 blocked from before the fork until the worker has reset its handlers, so no signal can land
 on an inherited handler in between. A pool that finishes is closed and joined, not
 terminated.
+
+A pool that is stopped (an error or a signal in the parent) is terminated with a bound (issue
+36): ``Pool.terminate`` first takes the task queue's lock, which an idle worker holds while it
+waits for a task. A worker that died holding it (SIGKILL, the OOM killer, or a SIGTERM landing
+between its acquire and the ``with`` block that would release it) left the parent blocked
+there for ever. After ``TERMINATE_WAIT`` seconds the workers are killed (SIGKILL: they own no
+output) and the queue locks a dead worker may hold are released (a multiprocessing lock may be
+released by any process), so the termination completes; a pool still not stopped after as
+long again is left to the exiting process (its threads are daemons) rather than waited for.
+This reaches into ``Pool``'s private ``_pool``, ``_inqueue`` and ``_outqueue`` (CPython 3.8 to
+3.13 keep them); without them the pool is terminated as before.
 """
 
 import contextlib
 import multiprocessing
+import os
 import signal
+import threading
+
+TERMINATE_WAIT = 5.0   # seconds Pool.terminate may take before its workers are killed
 
 _HANDLED = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP", "SIGINT")
                  if hasattr(signal, name))
@@ -49,9 +64,38 @@ def fork_pool(processes, initializer=None, initargs=()):
         pool.close()
     except BaseException:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
-        if pool is not None:
-            pool.terminate()
+        if pool is not None and not _terminate(pool):
+            pool = None                   # not stopped: do not wait for it in join
         raise
     finally:
         if pool is not None:
             pool.join()
+
+
+def _terminate(pool):
+    """``pool.terminate()``, escalated (see the module doc); True once the pool has stopped."""
+    stopper = threading.Thread(target=pool.terminate, name="pool-terminate", daemon=True)
+    stopper.start()
+    stopper.join(TERMINATE_WAIT)
+    if not stopper.is_alive():
+        return True
+    for worker in list(getattr(pool, "_pool", ())):
+        if worker.exitcode is None:
+            try:
+                os.kill(worker.pid, signal.SIGKILL)
+            except OSError:
+                pass
+    for queue, name in ((getattr(pool, "_inqueue", None), "_rlock"),
+                        (getattr(pool, "_outqueue", None), "_wlock")):
+        lock = getattr(queue, name, None)   # taken by a dead worker: free it for terminate
+        if lock is None:
+            continue
+        if lock.acquire(False):             # free: leave it so
+            lock.release()
+            continue
+        try:
+            lock.release()
+        except ValueError:
+            pass
+    stopper.join(TERMINATE_WAIT)
+    return not stopper.is_alive()

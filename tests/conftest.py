@@ -40,6 +40,18 @@ def tool_env():
     return env
 
 
+HOOKED_TOOL = REPO / "tests" / "hooked_tool.py"
+
+
+def tool_argv(name, *args, env=None):
+    """The command line of ``bin/<name> args...``; when ``env`` sets one of the commit's test
+    hooks (``PAUC_BACKEND_TEST_*``), through tests/hooked_tool.py, the only way to switch them
+    on (a real run ignores those variables)."""
+    if any(key.startswith("PAUC_BACKEND_TEST_") for key in (env or {})):
+        return [sys.executable, str(HOOKED_TOOL), name, *map(str, args)]
+    return [sys.executable, str(BIN / name), *map(str, args)]
+
+
 def run_tool(name, *args, cwd=None, input=None, check=False):
     """Run ``bin/<name> args...``; return the CompletedProcess (bytes stdout/stderr)."""
     proc = subprocess.run([sys.executable, str(BIN / name), *map(str, args)], cwd=cwd,

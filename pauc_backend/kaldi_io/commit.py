@@ -12,7 +12,6 @@ import shutil
 import signal
 import stat
 import sys
-import time
 
 from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import journal, output_locks
@@ -75,18 +74,11 @@ _BLOCKED = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP
 _group = None
 
 
-def _test_hook(name):
-    """``N`` or ``N:SIGNAME`` (tests only): after the N-th rename (``..._RENAMES``) or the N-th
-    change of any file (``..._STEPS``: journals written, old script removed, renames, journals
-    removed) of a commit the process sends itself that signal (default SIGKILL). Read once."""
-    count, _, signame = os.environ.get(name, "").partition(":")
-    return (int(count), getattr(signal, signame or "SIGKILL")) if count.isdigit() else (0, None)
-
-
-_SIGNAL_AFTER, _HOOK_SIGNAL = _test_hook("PAUC_BACKEND_TEST_SIGNAL_AFTER_RENAMES")
-_SIGNAL_AFTER_STEPS, _STEPS_SIGNAL = _test_hook("PAUC_BACKEND_TEST_SIGNAL_AFTER_STEPS")
-# tests only: a commit first creates <value>.paused, then waits for <value>.go (at most 120 s)
-_PAUSE = os.environ.get("PAUC_BACKEND_TEST_PAUSE_BEFORE_COMMIT", "")
+# The test suite's hooks into a commit (pause before it, a signal after the N-th rename or change
+# of a file): None in every real run. Only the suite's launcher (tests/hooked_tool.py) sets it,
+# in the process it starts, to an object with ``before_commit()``, ``after_rename(count)`` and
+# ``after_step(count)``; nothing a real run inherits (environment, files) switches them on.
+test_hooks = None
 
 
 def _alive(pid):
@@ -278,23 +270,15 @@ def commit_outputs(handles):
 
 
 class _Steps:
-    """Counts a commit's changes of files for the test hook."""
+    """Counts a commit's changes of files for the test hooks."""
 
     def __init__(self):
         self.count = 0
 
     def __call__(self):
         self.count += 1
-        if self.count == _SIGNAL_AFTER_STEPS:
-            os.kill(os.getpid(), _STEPS_SIGNAL)
-
-
-def _pause():
-    with open(_PAUSE + ".paused", "w") as flag:
-        flag.write("%d\n" % os.getpid())
-    deadline = time.monotonic() + 120
-    while not os.path.exists(_PAUSE + ".go") and time.monotonic() < deadline:
-        time.sleep(0.01)
+        if test_hooks is not None:
+            test_hooks.after_step(self.count)
 
 
 def _install(handles):
@@ -304,8 +288,8 @@ def _install(handles):
     steps = sorted(handles, key=lambda h: h.script_of is not None)
     old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, _BLOCKED)
     try:
-        if _PAUSE:
-            _pause()
+        if test_hooks is not None:
+            test_hooks.before_commit()
         step = _Steps()
         journals = []
         if len(steps) > 1 or steps[0].in_place:
@@ -327,8 +311,8 @@ def _install(handles):
         for count, handle in enumerate(steps, 1):
             _put_in_place(handle._tmp, handle.path, handle.inode if handle.in_place else None)
             handle._tmp = None
-            if count == _SIGNAL_AFTER:
-                os.kill(os.getpid(), _HOOK_SIGNAL)
+            if test_hooks is not None:
+                test_hooks.after_rename(count)
             step()
         for directory in dict.fromkeys(os.path.dirname(h.path) for h in steps):
             _fsync_directory(directory)
@@ -404,6 +388,45 @@ def clean_stale_outputs(path):
             continue
         _warn("Removed '%s', a temporary file left by %s (killed before it committed its "
               "outputs)" % (stale, owner))
+
+
+def remove_stale_temp_dirs(target):
+    """After the directory output ``target`` (a model directory, a fold output of
+    train-pauc-auto) is in place, while this process holds its lock: remove, with a WARNING,
+    the temp directories that killed writers of it left beside it. Removed is only what is
+    provably ours and dead: a directory (``lstat``: not a link) owned by our effective user,
+    whose name is exactly a temp name of ``target`` (``.<name>.pauc-<pid>@<host>-<16 hex>.tmp``,
+    ``journal.is_own_temp``), of a process of this host that is not alive, while we hold the
+    target's lock (which its writer held). Whatever it held (a half-written directory, a
+    complete one never renamed in, the old one set aside by ``replace_directory``'s fallback)
+    is superseded by ``target`` now. Another host's are left (its process cannot be asked, and
+    on mounts whose locks are per host the lock proves nothing); so is anything else."""
+    directory = os.path.dirname(target) or "."
+    if not output_locks.holds(os.path.join(os.path.realpath(directory),
+                                           os.path.basename(target))):
+        return
+    start = os.path.basename(tmp_prefix(target))
+    here = output_locks.host_name()
+    try:
+        names = [entry.name for entry in os.scandir(directory) if entry.name.startswith(start)]
+    except OSError:
+        return
+    for name in names:
+        stale = os.path.join(directory, name)
+        if not journal.is_own_temp(stale, target):
+            continue
+        pid, _, rest = name[len(start):].partition("@")
+        if rest.rsplit("-", 1)[0] != here or _alive(int(pid)):
+            continue
+        try:
+            info = os.lstat(stale)
+            if not (stat.S_ISDIR(info.st_mode) and journal.ours(info)):
+                continue
+            shutil.rmtree(stale)      # fd-based on Linux: links inside are not followed
+        except OSError:
+            continue
+        _warn("Removed '%s', a temporary directory left by process %s (killed before it "
+              "committed its output)" % (stale, pid))
 
 
 def _stale_owner(rest, here, locked):

@@ -13,7 +13,13 @@ other users and a journal says which files to rename onto which: it is redone on
   directory cannot name steps elsewhere); a journal there that fails the checks above is
   refused too (it could hide a member of a complete set);
 - no run holds the targets' locks (``output_locks``: a live writer holds all of them, on any
-  host that shares the locks), waited for at most ``COMMIT_WAIT`` seconds.
+  host that shares the locks), waited for at most ``COMMIT_WAIT`` seconds;
+- a step that rewrites its target in place (a target with other hard links: its inode is
+  copied into, not renamed over) is redone only by a run that writes that target (it held the
+  target's lock before it looked at the journal): such a step writes through a name into an
+  inode that may live in any directory, so a journal found beside a table must not steer a
+  read, or a write of another file, into it (issue 36). A read, or a writer of only the other
+  targets, is refused and leaves the whole set for the rerun of the killed run.
 
 Anything else is refused with one ERROR that names the journal and what is wrong, and nothing
 is touched. A set with a journal missing beside some target is a commit cut while its
@@ -122,7 +128,7 @@ def _steps(data):
     """The validated steps ``(tmp, target, inode or None, is_script)`` of a journal's bytes."""
     try:
         record = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):   # nested past Python's stack
         raise _Refused("it is not a journal this program writes (not JSON)") from None
     if not isinstance(record, dict) or record.get("format") != _FORMAT \
             or not isinstance(record.get("steps"), list) \
@@ -221,11 +227,12 @@ def finish_interrupted_commit(path, put_in_place, fsync_directory):
         if data is None:
             return
         targets = [target for _, target, _, _ in steps]
+        writing = {t for t in targets if output_locks.holds(t)}   # before we lock any
         own = [t for t in targets if journal_path(t) == journal]
         if not own:
             raise _refuse(journal, path, "it names no step for the file it is beside")
         if not want_all and len(_members(journal, path, data, targets)) == len(targets):
-            _todo(journal, path, steps)          # refuse before touching even a lock file
+            _todo(journal, path, steps, writing)  # refuse before touching even a lock file
         held = output_locks.acquire(targets if want_all else own, wait=COMMIT_WAIT,
                                     doing="open")
         try:
@@ -241,7 +248,7 @@ def finish_interrupted_commit(path, put_in_place, fsync_directory):
             if not want_all:
                 want_all = True
                 continue
-            _redo(journal, path, _todo(journal, path, steps), put_in_place)
+            _redo(journal, path, _todo(journal, path, steps, writing), put_in_place)
             for directory in dict.fromkeys(os.path.dirname(t) for t in targets):
                 fsync_directory(directory)
             remove([member for member, _ in members])
@@ -305,8 +312,10 @@ def _members(journal, path, data, targets):
     return members
 
 
-def _todo(journal, path, steps):
-    """The steps whose temp file is still there, each checked (see the module's docstring)."""
+def _todo(journal, path, steps, writing):
+    """The steps whose temp file is still there, each checked (see the module's docstring);
+    a step that rewrites its target in place is redone only by a run writing that target
+    (``writing``: the targets whose locks this process held before it looked)."""
     todo = []
     try:
         for tmp, target, inode, script in steps:
@@ -320,6 +329,11 @@ def _todo(journal, path, steps):
                 if not stat.S_ISREG(now.st_mode) or (now.st_dev, now.st_ino) != inode:
                     raise _Refused("'%s' is no longer the file the run rewrote in place"
                                    % target)
+                if target not in writing:
+                    raise _Refused(
+                        "its step rewrites '%s' in place (a file with other hard links, which "
+                        "may be anywhere), which only a run writing '%s' does: rerun the run "
+                        "that was killed (it finishes this commit)" % (target, target))
             todo.append((tmp, target, inode, script))
     except _Refused as why:
         raise _refuse(journal, path, str(why)) from None

@@ -17,8 +17,24 @@ unlocked after one WARNING.
 
 Safe unlink on release: the holder removes the lock file before closing it, and whoever locks
 the file checks afterwards that the name still names the inode it locked (else it retries), so
-two runs never both hold "the" lock. The file is opened with O_NOFOLLOW|O_NONBLOCK and must be
-a regular file: a symbolic link or a FIFO planted under the name is refused, never followed.
+two runs never both hold "the" lock.
+
+Nothing found under the lock name is ever written (issue 36): a lock file is created with
+O_CREAT|O_EXCL|O_NOFOLLOW, and only a file this process has just created that way gets the
+holder record (its inode is new, so no other name can lead into it). A file already there is
+opened with O_NOFOLLOW|O_NONBLOCK and checked with ``fstat``: a symbolic link, a FIFO, a
+directory, a device, or a file with more than one link (a hard link to a file elsewhere) is
+refused with one ERROR and never locked, read into or removed. A regular file of one link is
+only locked and its record read:
+
+- held by another process: that run is writing the output (its record, written by whoever
+  created the file, is quoted as untrusted text);
+- free: its creator is dead (the kernel drops a dead process's locks) or released it a moment
+  ago. Holding the free lock, the run removes the name (if it still names that inode) and
+  starts again by creating a fresh file of its own, with its own record. The record of a run
+  killed before its release is therefore never shown as the holder's for longer than that
+  take-over, and never overwritten in place. A free lock file of another user that cannot be
+  removed (a sticky directory) is refused, naming its owner: it is not ours to take.
 """
 
 import errno
@@ -92,11 +108,20 @@ def shown(data):
     return text if len(text) <= _SHOWN_CHARS else text[:_SHOWN_CHARS] + "..."
 
 
+effective_uid = os.geteuid   # whose lock files are ours (tests give another uid, without root)
+_MAX_RETRIES = 1000           # lock files that vanish or change under us, before giving up
+
+
 def _open(path):
-    """(fd, writable) of the lock file ``path``, created if missing; never through a link."""
+    """(fd, created) of the lock file ``path``: a new file of ours (O_EXCL), or the one there;
+    never through a symbolic link. FileNotFoundError when the one there went meanwhile."""
     flags = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     try:
-        return os.open(path, os.O_RDWR | os.O_CREAT | flags, 0o666), True
+        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | flags, 0o666), True
+    except FileExistsError:
+        pass
+    try:
+        return os.open(path, os.O_RDWR | flags), False
     except PermissionError:   # another user's lock file: locking needs only a descriptor
         return os.open(path, os.O_RDONLY | flags), False
 
@@ -119,12 +144,51 @@ def _busy(target, path, fd, doing):
                                  else ""))
 
 
+def _same_file(path, info):
+    """True when ``path`` still names the inode of ``info``."""
+    try:
+        now = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    return (now.st_dev, now.st_ino) == (info.st_dev, info.st_ino)
+
+
+def _check_found(path, info):
+    """KaldiError unless the lock file found at ``path`` (``info``: its fstat) may be locked:
+    a regular file with one link (0: removed meanwhile, the caller tries again)."""
+    if not stat.S_ISREG(info.st_mode):
+        raise _refused(path, "it is not a regular file")
+    if info.st_nlink > 1:
+        raise _refused(path, "it has %d hard links (a lock file has one; another name of it "
+                             "would lead to a file elsewhere)" % info.st_nlink)
+
+
+def _take_over(path, info):
+    """Remove the free lock file ``path`` (its creator is gone; we hold its lock), so that a
+    fresh one of ours replaces it. KaldiError for another user's that we cannot remove."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    except PermissionError:
+        if info.st_uid == effective_uid():
+            raise
+        raise _refused(path, "it belongs to user %d, whose run that wrote it has ended, and "
+                             "you cannot remove it (ask them to)" % info.st_uid) from None
+
+
 def _lock_one(target, deadline, doing):
     """Lock ``target``'s lock file; the fd, or None where the filesystem has no locks."""
     path = lock_path(target)
-    while True:
+    changes = 0
+    while changes < _MAX_RETRIES:
+        changes += 1                  # a busy lock does not count (it waits for the deadline)
         try:
-            fd, writable = _open(path)
+            fd, created = _open(path)
+        except FileNotFoundError:
+            if not os.path.isdir(os.path.dirname(path) or "."):
+                raise                 # the folder is missing: the caller says so
+            continue                  # released and removed by its holder meanwhile: again
         except OSError as err:
             if err.errno == errno.ELOOP:
                 raise _refused(path, "it is a symbolic link") from None
@@ -133,42 +197,44 @@ def _lock_one(target, deadline, doing):
             raise                 # the folder is missing or not writable: the caller says so
         try:
             info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode):
-                raise _refused(path, "it is not a regular file")
+            if not created:
+                _check_found(path, info)
+                if info.st_nlink == 0:
+                    continue
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 if time.monotonic() >= deadline:
                     raise _busy(target, path, fd, doing) from None
-                os.close(fd)
-                fd = None
                 time.sleep(_POLL)
+                changes -= 1
                 continue
             except OSError as err:
                 if err.errno in _UNSUPPORTED:
                     _warn_unlocked(target, err)
+                    if created:       # nothing to tell anyone: leave no file behind
+                        _take_over(path, info)
                     return None
-                if err.errno == errno.EBADF and not writable:   # NFS: a write lock needs
+                if err.errno == errno.EBADF and not created:  # NFS: a write lock needs
                     raise _refused(path, "it belongs to user %d and you cannot write it, "
                                    "which a lock on this filesystem needs" % info.st_uid) \
                         from None
                 raise KaldiError("Cannot lock '%s' (for '%s'): %s" % (
                     path, target, err.strerror or err)) from None
-            try:
-                now = os.lstat(path)
-            except FileNotFoundError:
-                now = None
-            if now is None or (now.st_dev, now.st_ino) != (info.st_dev, info.st_ino):
-                os.close(fd)         # released and removed by its holder meanwhile: again
-                fd = None
+            if not _same_file(path, info):
+                continue             # released and removed by its holder meanwhile: again
+            if not created:          # free, so its creator is gone: replace it by ours
+                _take_over(path, info)
                 continue
-            if writable:   # padded to a fixed size: no truncation (ext4 flushes on it)
-                os.pwrite(fd, holder_record().ljust(_RECORD_BYTES), 0)
+            # our own new inode: padded to a fixed size, no truncation (ext4 flushes on it)
+            os.pwrite(fd, holder_record().ljust(_RECORD_BYTES), 0)
             result, fd = fd, None
             return result
         finally:
             if fd is not None:
                 os.close(fd)
+    raise KaldiError("Cannot lock '%s' (for '%s'): the lock file keeps changing; is something "
+                     "removing it?" % (path, target))
 
 
 def _warn_unlocked(target, err):

@@ -228,7 +228,11 @@ def read_script_entry(cache, target, holder, key, rx, permissive):
     """The object of one script line (``cache.read_object``), or None after a WARNING when it
     fails in permissive mode (Kaldi's ``p``); KaldiError naming the key and script otherwise."""
     try:
-        return cache.read_object(target, holder, key)
+        try:
+            return cache.read_object(target, holder, key)
+        except OSError as err:          # any failing read of the target names it
+            raise KaldiError("Failed to read '%s': %s" % (target, err.strerror or err)) \
+                from None
     except KaldiError as err:
         if not permissive:
             raise KaldiError("Failed to read key '%s' from script %s: %s" % (

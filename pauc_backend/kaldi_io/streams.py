@@ -174,7 +174,9 @@ def _status_text(code):
 
 
 def _open_failed(path, err, mode="reading"):
-    return KaldiError("Failed to open '%s' for %s: %s" % (path, mode, err.strerror or err))
+    """The KaldiError of a failed open (``mode``: "reading", "writing"), or read (None)."""
+    doing = "read '%s'" % path if mode is None else "open '%s' for %s" % (path, mode)
+    return KaldiError("Failed to %s: %s" % (doing, err.strerror or err))
 
 
 # -- reading -------------------------------------------------------------------------------------
@@ -230,12 +232,20 @@ def _map_file(path):
         try:
             size = os.fstat(handle.fileno()).st_size
             if size == 0 or not os.path.isfile(path):
-                return handle.read()
+                return _read_rest(handle, path)
             # MAP_POPULATE maps the whole page cache at once instead of faulting page by page.
             flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
             return mmap.mmap(handle.fileno(), 0, flags=flags, prot=mmap.PROT_READ)
         except (OSError, ValueError):
-            return handle.read()
+            return _read_rest(handle, path)
+
+
+def _read_rest(handle, path):
+    """The rest of the open file ``handle`` (a failing read, EIO, names ``path``)."""
+    try:
+        return handle.read()
+    except OSError as err:
+        raise _open_failed(path, err, None) from None
 
 
 def run_input_pipe(command, name=None):
@@ -359,9 +369,12 @@ def open_input(rx):
     except OSError as err:
         raise _open_failed(path, err) from None
     with handle:
-        if offset:
-            handle.seek(offset)
-        yield handle
+        try:       # the readers' bodies only read: an OSError there is a failing read (EIO)
+            if offset:
+                handle.seek(offset)
+            yield handle
+        except OSError as err:
+            raise _open_failed(path, err, None) from None
 
 
 # -- writing -------------------------------------------------------------------------------------

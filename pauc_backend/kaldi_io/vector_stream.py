@@ -272,11 +272,14 @@ def _stuck(source, offset, err):
 def iter_archive_chunks(stream, name, permissive=False, chunk_bytes=CHUNK_BYTES, start=0):
     """Chunks of a float-vector archive read from a binary ``stream`` (see the module doc);
     ``start``: the stream's first byte's offset, for messages."""
-    source = _Input(stream, chunk_bytes)
-    source.consumed = start
     where = [0]
     try:
+        source = _Input(stream, chunk_bytes)
+        source.consumed = start
         yield from _parse_archive(source, name, permissive, where)
+    except OSError as err:       # a failing read (EIO): only reads happen in here
+        raise KaldiError("Failed to read archive %s: %s" % (streams.printable(name),
+                                                           err.strerror or err)) from None
     except MemoryError:
         # a record declaring more than the memory holds (a header of 2^31 floats on a pipe):
         # Kaldi's reader would try to read it all as well; here the ERROR names it

@@ -23,20 +23,32 @@
 
 The directory is written under a temporary name and renamed at the end, so a failure never
 leaves a half-written model (an existing model directory is replaced only on success).
+
+Reading (issue 36): every file is read by ``kaldi_io.regular_files.read_regular``, so it must
+be a regular file (not a FIFO, a device, a directory or a symbolic link) under a cap, else one
+ERROR names it: system.txt ``CARD_BYTES`` (1 MiB), each Kaldi object ``piece_bytes(dim)``
+(32 bytes a value of the largest piece a model of its dimension holds, plus 64 KiB: 25 MB at
+dimension 512), cohort.ark ``cohort_bytes(dim)`` (``MAX_COHORT`` = 2^18 speakers). A piece
+holding NaN or infinity is an ERROR naming it when the model is read, not a non-finite score
+later.
 """
 
+import io
 import os
 import shutil
 
 import numpy as np
 
-from pauc_backend.persist.calibration import read_calibration, write_calibration
+from pauc_backend.persist.calibration import calibration_reader, write_calibration
 from pauc_backend.errors import KaldiError
+from pauc_backend.kaldi_io import codec
+from pauc_backend.kaldi_io.archive import iter_archive, read_fv_buffer
 from pauc_backend.kaldi_io.commit import (claimed, committed_at_once, make_temp_dir,
-                                          replace_directory)
-from pauc_backend.kaldi_io import read_matrix, read_plda, read_vector, write_matrix, write_plda
-from pauc_backend.kaldi_io import (read_int32_table, read_vector_table, write_int32_table,
-                                   write_vector, write_vector_table)
+                                          remove_stale_temp_dirs, replace_directory)
+from pauc_backend.kaldi_io import HOLDERS, write_matrix, write_plda
+from pauc_backend.kaldi_io import write_int32_table, write_vector, write_vector_table
+from pauc_backend.kaldi_io.objects import read_plda_obj
+from pauc_backend.kaldi_io.regular_files import decode_text, parse_object, read_regular
 from pauc_backend.models.auto_backend import AutoBackend
 from pauc_backend.models.auto_systems import base_system, canonical, system
 from pauc_backend.models.backend_pipeline import BackendPipeline
@@ -56,7 +68,8 @@ def _write_model_dir(path, model, binary=True, extra_lines=()):
     parent = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(parent):
         raise KaldiError("Cannot write model directory %s: %s does not exist" % (path, parent))
-    tmp = make_temp_dir(os.path.join(parent, os.path.basename(path.rstrip("/"))))
+    final = os.path.join(parent, os.path.basename(path.rstrip("/")))
+    tmp = make_temp_dir(final)
     try:
         pipe = model.pipeline_
         with open(os.path.join(tmp, "system.txt"), "w") as f:
@@ -104,30 +117,73 @@ def _write_model_dir(path, model, binary=True, extra_lines=()):
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    remove_stale_temp_dirs(final)      # what killed writers of it left: superseded now
+
+
+# -- reading: every file is a regular file under a cap (kaldi_io.regular_files) -------------
+CARD_BYTES = 1 << 20
+"""The most bytes of system.txt (a few dozen short lines)."""
+MAX_COHORT = 1 << 18
+"""The most AS-norm cohort speakers a model directory may hold (VoxCeleb2 has 5,994)."""
+
+
+def piece_bytes(dim):
+    """The most bytes of one Kaldi object of a model of input dimension ``dim`` (mean.vec,
+    transform.mat, plda, dplda, metric_*, domain_*, fusion): 32 bytes (one value in text form,
+    with room) for each value of the largest piece, dplda's (3 dim + 1) x dim, plus 64 KiB."""
+    return (64 << 10) + 32 * (3 * dim + 2) * (dim + 1)
+
+
+def cohort_bytes(dim):
+    """The most bytes of cohort.ark: MAX_COHORT binary records of ``dim`` floats (and a key of
+    up to 64 bytes), as train-pauc-auto writes them."""
+    return (64 << 10) + MAX_COHORT * (64 + 4 * dim)
 
 
 def read_card(path):
-    card = {}
+    """system.txt of the model directory ``path`` as a dict ("key value" lines)."""
     name = os.path.join(path, "system.txt")
     try:
-        with open(name) as f:
-            for line in f:
-                parts = line.split(None, 1)
-                if parts:
-                    card[parts[0]] = parts[1].strip() if len(parts) > 1 else ""
+        data = read_regular(name, CARD_BYTES, "the card of a model directory")
     except FileNotFoundError:
         raise KaldiError("%s has no system.txt, so it is not a model directory written by "
                          "train-pauc-auto: give the <model-dir-out> of train-pauc-auto (or "
                          "write one with pauc_backend.persist.auto_backend.write_model_dir); "
                          "a lone PLDA or metric is scored with score-plda-trials or "
                          "score-pauc-trials" % path) from None
-    except OSError as err:
-        raise KaldiError("Cannot read model directory %s: %s" % (path, err.strerror)) from None
+    card = {}
+    for line in io.StringIO(decode_text(data, name, "the card of a model directory"),
+                            newline=None):
+        parts = line.split(None, 1)
+        if parts:
+            card[parts[0]] = parts[1].strip() if len(parts) > 1 else ""
     for key in ("system", "dim"):
         if key not in card:
             raise KaldiError("%s has no '%s' line: not a train-pauc-auto model (retrain with "
                              "train-pauc-auto)" % (name, key))
+    if not (card["dim"].isdigit() and card["dim"].isascii() and 0 < int(card["dim"]) < 1 << 24):
+        raise KaldiError("%s: the dimension '%s' (line 'dim') is not a positive integer"
+                         % (name, card["dim"][:100]))
     return card
+
+
+def _piece(path, name, reader_fn, limit, what="a piece of a model directory"):
+    """The Kaldi object in the file ``name`` of the model directory ``path``."""
+    full = os.path.join(path, name)
+    try:
+        data = read_regular(full, limit, what)
+    except FileNotFoundError:
+        raise KaldiError("Model directory %s has no %s, which its system needs (damaged or "
+                         "incomplete: retrain with train-pauc-auto)" % (path, name)) from None
+    return parse_object(data, full, reader_fn)
+
+
+def _finite(path, name, values):
+    values = np.asarray(values)
+    if not np.all(np.isfinite(values)):
+        raise KaldiError("%s/%s holds NaN or infinite values: the model directory is "
+                         "damaged; retrain with train-pauc-auto" % (path, name))
+    return values
 
 
 def read_model_dir(path):
@@ -139,19 +195,25 @@ def read_model_dir(path):
         systems = [canonical(name) for name in card["system"].split("+")]
     except ValueError as err:
         raise KaldiError("%s/system.txt: %s" % (path, err)) from None
-    mean = np.asarray(read_vector(os.path.join(path, "mean.vec")), dtype=np.float32)
-    affine = np.asarray(read_matrix(os.path.join(path, "transform.mat")), dtype=np.float32)
+    limit = piece_bytes(int(card["dim"]))
+    mean = _finite(path, "mean.vec", np.asarray(
+        _piece(path, "mean.vec", codec.read_vector_obj, limit), dtype=np.float32))
+    affine = _finite(path, "transform.mat", np.asarray(
+        _piece(path, "transform.mat", codec.read_matrix_obj, limit), dtype=np.float32))
+    if mean.ndim != 1 or mean.size != int(card["dim"]):
+        raise KaldiError("%s/mean.vec has dimension %d but system.txt says 'dim %s'"
+                         % (path, mean.size, card["dim"]))
     if affine.ndim != 2 or affine.shape[1] != mean.size + 1:
         raise KaldiError("%s/transform.mat has shape %s, expected (d, %d) for mean.vec of "
                          "dimension %d" % (path, affine.shape, mean.size + 1, mean.size))
     plda = dplda = plda_adapt = None
     bases = {base_system(s) for s in systems}
     if any(system(b).needs_plda and not system(b).needs_adapt for b in bases):
-        plda = _read_plda(path, "plda", affine.shape[0])
+        plda = _read_plda(path, "plda", affine.shape[0], limit)
     if any(system(b).needs_adapt for b in bases):
-        plda_adapt = _read_plda(path, "plda_adapt", affine.shape[0])
+        plda_adapt = _read_plda(path, "plda_adapt", affine.shape[0], limit)
     if "dplda" in bases:
-        D = np.asarray(read_matrix(os.path.join(path, "dplda")), dtype=np.float64)
+        D = np.asarray(_piece(path, "dplda", codec.read_matrix_obj, limit), dtype=np.float64)
         d = affine.shape[0]
         if D.shape != (3 * d + 1, d) or not np.all(np.isfinite(D)):
             raise KaldiError("%s/dplda is not a finite %d x %d matrix" % (path, 3 * d + 1, d))
@@ -159,20 +221,16 @@ def read_model_dir(path):
     metrics = {}
     for name in sorted(bases):
         if system(name).head == "metric":
-            M = np.asarray(read_matrix(os.path.join(path, "metric_" + name)), dtype=np.float64)
+            M = np.asarray(_piece(path, "metric_" + name, codec.read_matrix_obj, limit),
+                           dtype=np.float64)
             if M.shape != (affine.shape[0], affine.shape[0]) or not np.all(np.isfinite(M)):
                 raise KaldiError("%s/metric_%s is not a finite %d x %d matrix"
                                  % (path, name, affine.shape[0], affine.shape[0]))
             metrics[name] = M
-    fusion = read_calibration(os.path.join(path, "fusion"))
+    fusion = _piece(path, "fusion", calibration_reader(os.path.join(path, "fusion")), limit)
     cohort = counts = None
     if any(":" in s for s in systems):
-        names, cohort = read_vector_table("ark:" + os.path.join(path, "cohort.ark"))
-        table = read_int32_table("ark:" + os.path.join(path, "cohort_num_utts.ark"))
-        if len(names) == 0 or cohort.shape[1] != mean.size or set(table) != set(names):
-            raise KaldiError("%s/cohort.ark and cohort_num_utts.ark do not match the model"
-                             % path)
-        counts = np.array([table[n] for n in names])
+        cohort, counts = _read_cohort(path, mean.size)
     try:
         top_n = int(card.get("asnorm_top_n", 100))
         pipe = BackendPipeline.from_parts(systems, mean, affine, plda, metrics, cohort, counts,
@@ -182,27 +240,52 @@ def read_model_dir(path):
         model = AutoBackend.from_parts(pipe, fusion, mean.size)
     except ValueError as err:
         raise KaldiError("Model directory %s: %s" % (path, err)) from None
-    model.domain_ = _read_domain(path, mean.size)
+    model.domain_ = _read_domain(path, mean.size, limit)
     return model, card
 
 
-def _read_plda(path, name, dim):
-    plda = PLDA.from_params(*read_plda(os.path.join(path, name)))
+def _read_plda(path, name, dim, limit):
+    plda = PLDA.from_params(*_piece(path, name, read_plda_obj, limit))
     if plda.dim != dim:
         raise KaldiError("%s/%s has dimension %d but the LDA outputs %d"
                          % (path, name, plda.dim, dim))
     return plda
 
 
-def _read_domain(path, dim):
+def _read_cohort(path, dim):
+    """The AS-norm cohort (one raw vector per training speaker) and each one's count."""
+    tables = []
+    for name, limit in (("cohort.ark", cohort_bytes(dim)), ("cohort_num_utts.ark",
+                                                            (64 << 10) + 64 * MAX_COHORT)):
+        full = os.path.join(path, name)
+        try:
+            tables.append((full, read_regular(full, limit, "a piece of a model directory")))
+        except FileNotFoundError:
+            raise KaldiError("Model directory %s has no %s, which its system needs (damaged "
+                             "or incomplete: retrain with train-pauc-auto)" % (path, name)) \
+                from None
+    names, cohort = read_fv_buffer(tables[0][1], 0, tables[0][0], False)
+    table = {}
+    for key, value, _ in iter_archive(tables[1][1], 0, tables[1][0], HOLDERS["int32"]):
+        table[key] = value
+    if len(names) == 0 or cohort.shape[1] != dim or set(table) != set(names) \
+            or len(table) != len(names):
+        raise KaldiError("%s/cohort.ark and cohort_num_utts.ark do not match the model"
+                         % path)
+    _finite(path, "cohort.ark", cohort)
+    return cohort, np.array([table[n] for n in names])
+
+
+def _read_domain(path, dim, limit):
     """The stored TrainingDomain, or None in a directory written before they were stored."""
-    names = [os.path.join(path, n) for n in ("domain_mean.vec", "domain_whitener.mat")]
-    if not all(os.path.exists(n) for n in names):
+    names = ("domain_mean.vec", "domain_whitener.mat")
+    if not all(os.path.lexists(os.path.join(path, n)) for n in names):
         return None
-    mean = np.asarray(read_vector(names[0]), dtype=np.float64)
-    whitener = np.asarray(read_matrix(names[1]), dtype=np.float64)
-    if (mean.shape != (dim,) or whitener.ndim != 2 or whitener.shape[1] != dim
-            or not np.all(np.isfinite(whitener)) or not np.all(np.isfinite(mean))):
+    mean = _finite(path, names[0], np.asarray(
+        _piece(path, names[0], codec.read_vector_obj, limit), dtype=np.float64))
+    whitener = _finite(path, names[1], np.asarray(
+        _piece(path, names[1], codec.read_matrix_obj, limit), dtype=np.float64))
+    if mean.shape != (dim,) or whitener.ndim != 2 or whitener.shape[1] != dim:
         raise KaldiError("%s/domain_mean.vec and domain_whitener.mat do not fit vectors of "
                          "dimension %d" % (path, dim))
     return TrainingDomain.from_params(mean, whitener)

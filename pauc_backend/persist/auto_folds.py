@@ -47,11 +47,14 @@ from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import write_matrix
 from pauc_backend.kaldi_io.codec import read_matrix_obj
 from pauc_backend.kaldi_io.commit import (claimed, committed_at_once, make_temp_dir,
-                                          replace_directory)
+                                          remove_stale_temp_dirs, replace_directory)
+from pauc_backend.kaldi_io.regular_files import read_regular
 from pauc_backend.models import auto_params
 
 FORMAT = 2
 _MAX_INFO_BYTES = 1 << 24          # an info.json is a few kB; refuse anything absurd
+_SCORES_HEADER = 15                # "\0B" "FM " and two int32 sizes: scores.<dim> is this
+                                   # plus 4 bytes a score, exactly (regular_files reads it)
 _FIGURES = ("pauc", "pauc_001", "eer", "min_dcf")
 
 
@@ -164,6 +167,7 @@ def _write_fold_outputs(fold_dir, stage, folds, results, work, digest, binary=Tr
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
+        remove_stale_temp_dirs(final)  # what killed jobs left for it: superseded now
 
 
 # -- reading ---------------------------------------------------------------------------------
@@ -174,13 +178,10 @@ class _Bad(Exception):
 def _load_info(where):
     path = os.path.join(where, "info.json")
     try:
-        with open(path, "rb") as f:
-            raw = f.read(_MAX_INFO_BYTES + 1)
-    except OSError as err:
-        raise KaldiError("Cannot read %s: %s" % (path, err.strerror or err)) from None
-    if len(raw) > _MAX_INFO_BYTES:
-        raise KaldiError("%s is larger than %d bytes: not a fold output of train-pauc-auto"
-                         % (path, _MAX_INFO_BYTES))
+        raw = read_regular(path, _MAX_INFO_BYTES, "a fold output of train-pauc-auto")
+    except FileNotFoundError:
+        raise KaldiError("Cannot read %s: it was removed while the fold outputs were read"
+                         % path) from None
     try:
         info = json.loads(raw.decode("utf-8"))
     except (ValueError, UnicodeDecodeError, RecursionError) as err:
@@ -239,11 +240,12 @@ def _read_scores(where, task, num_trials):
     """The kept columns of one task: {system: float32 scores}, checked against the sha256
     recorded in info.json, the number of systems and trials, and finiteness."""
     path = os.path.join(where, "scores.%d" % task["dim"])
+    size = _SCORES_HEADER + 4 * len(task["columns"]) * num_trials   # FM, binary, exactly
     try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as err:
-        raise _Bad("cannot read %s: %s" % (os.path.basename(path), err.strerror or err))
+        data = read_regular(path, size, "the scores of %d systems x %d held-out trials" % (
+            len(task["columns"]), num_trials))
+    except FileNotFoundError:
+        raise _Bad("%s is missing" % os.path.basename(path)) from None
     _need(hashlib.sha256(data).hexdigest() == task["scores_sha256"],
           "%s does not match the sha256 recorded in info.json: changed after the fold job "
           "wrote it" % os.path.basename(path))
@@ -266,9 +268,9 @@ def read_fold_outputs(fold_dir, stage, num_folds, work, digest, trials=None):
     folds inner); ``trials``: each fold's HeldOutTrials (None: the scores are not read, only
     the figures). KaldiError for a missing fold, one from another configuration, stage or
     fold, or any damaged or changed file, naming it."""
-    missing = [k + 1 for k in work.folds
-               if not os.path.isfile(os.path.join(fold_dir, output_name(stage, k),
-                                                  "info.json"))]
+    missing = [k + 1 for k in work.folds   # anything there is read (or named) below
+               if not os.path.lexists(os.path.join(fold_dir, output_name(stage, k),
+                                                   "info.json"))]
     if missing:
         raise KaldiError(
             "Missing output of stage %d of fold%s %s in %s (expected %s/info.json): run "

@@ -93,24 +93,24 @@ def _read_quality(f, binary):
     return num_scores, measures, interactions
 
 
-def read_calibration(rx):
-    """Read a ``<LinearCalibration>`` object back as a fitted model: LinearCalibration (one
-    score), LinearFusion (several) or QualityFusion (with quality measures)."""
-    def reader(f, binary):
-        codec.expect_token(f, binary, TOKEN)
-        codec.expect_token(f, binary, "<Prior>")
-        prior = codec.read_float(f, binary)
-        codec.expect_token(f, binary, "<Weights>")
-        weights = np.asarray(codec.read_vector_obj(f, binary), dtype=np.float64)
-        codec.expect_token(f, binary, "<Offset>")
-        offset = codec.read_float(f, binary)
-        quality = None
-        if codec.peek_token(f, binary) == "<NumScores>":
-            codec.expect_token(f, binary, "<NumScores>")
-            quality = _read_quality(f, binary)
-        codec.expect_token(f, binary, "</LinearCalibration>")
-        return prior, weights, offset, quality
-    prior, weights, offset, quality = codec.read_object(rx, reader)
+def _read_fields(f, binary):
+    codec.expect_token(f, binary, TOKEN)
+    codec.expect_token(f, binary, "<Prior>")
+    prior = codec.read_float(f, binary)
+    codec.expect_token(f, binary, "<Weights>")
+    weights = np.asarray(codec.read_vector_obj(f, binary), dtype=np.float64)
+    codec.expect_token(f, binary, "<Offset>")
+    offset = codec.read_float(f, binary)
+    quality = None
+    if codec.peek_token(f, binary) == "<NumScores>":
+        codec.expect_token(f, binary, "<NumScores>")
+        quality = _read_quality(f, binary)
+    codec.expect_token(f, binary, "</LinearCalibration>")
+    return prior, weights, offset, quality
+
+
+def _model(fields, rx):
+    prior, weights, offset, quality = fields
     if weights.size == 0 or not np.all(np.isfinite(weights)) or not np.isfinite(offset):
         raise KaldiError("Calibration model %s has no weights or non-finite parameters" % rx)
     if quality is not None:
@@ -121,3 +121,15 @@ def read_calibration(rx):
             raise KaldiError("Calibration model %s: %s" % (rx, err)) from None
     cls = LinearCalibration if weights.size == 1 else LinearFusion
     return cls.from_params(weights, offset, prior=prior)
+
+
+def read_calibration(rx):
+    """Read a ``<LinearCalibration>`` object back as a fitted model: LinearCalibration (one
+    score), LinearFusion (several) or QualityFusion (with quality measures)."""
+    return _model(codec.read_object(rx, _read_fields), rx)
+
+
+def calibration_reader(rx):
+    """``read_calibration`` as a reader of ``codec`` (``reader(cursor, binary)``) of the file
+    ``rx``, for bytes already read (a model directory's ``fusion``)."""
+    return lambda f, binary: _model(_read_fields(f, binary), rx)

@@ -238,3 +238,24 @@ def test_an_output_file_that_is_a_directory_is_an_error_before_any_work(data):
     proc = run_tool("train-plda", "ark:%s/spk2utt" % data, "ark:%s/x.ark" % data, data / "adir")
     assert_one_error(proc, r"Cannot write '.*/adir': it is a directory")
     assert b"LOG" not in proc.stderr
+
+
+@pytest.mark.parametrize("tool,args", [
+    ("copy-vectors", ["scp:io.scp", "ark,t:-"]),                   # streamed
+    ("compute-vector-mean", ["scp:io.scp", "-"]),                  # whole table
+    ("copy-vectors", ["scp:io_offset.scp", "ark,t:-"]),            # at an offset
+])
+def test_a_script_target_that_fails_to_read_names_the_script_key_and_file(tmp_path, tool, args):
+    """Issue 36 item 4: a script entry naming a file whose read fails (EIO: /proc/self/mem,
+    a regular file of size 0 that cannot be read at offset 0) gave "[Errno 5] Input/output
+    error" naming neither the script nor the file."""
+    (tmp_path / "io.scp").write_text("a /proc/self/mem\n")
+    (tmp_path / "io_offset.scp").write_text("a /proc/self/mem:64\n")
+    proc = run_tool(tool, *args, cwd=tmp_path)
+    assert_one_error(proc, r"Failed to read key 'a' from script io(_offset)?\.scp: Failed to "
+                           r"read '/proc/self/mem(:64)?': Input/output error")
+
+
+def test_an_archive_that_fails_to_read_is_named(tmp_path):
+    proc = run_tool("copy-vectors", "ark:/proc/self/mem", "ark,t:-", cwd=tmp_path)
+    assert_one_error(proc, r"Failed to read archive /proc/self/mem: Input/output error")

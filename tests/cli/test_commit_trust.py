@@ -6,7 +6,7 @@ not find.
 
 Genuine interrupted commits come from a real run killed by the commit's test hook
 (``PAUC_BACKEND_TEST_SIGNAL_AFTER_STEPS=N``: SIGKILL after the N-th change of a file), in a
-subprocess. "Another user" is simulated without root by giving the journal module another
+subprocess started through tests/hooked_tool.py. "Another user" is simulated without root by giving the journal module another
 effective uid (or another owner for one inode) in this process only, through monkeypatch.
 """
 
@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import BIN, run_tool, tool_env
+from conftest import BIN, run_tool, tool_argv, tool_env
 
 from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import commit, journal
@@ -36,7 +36,7 @@ def text_archive(path, sign, num=50, dim=2):
 def tool(*args, env=None):
     full_env = tool_env()
     full_env.update(env or {})
-    return subprocess.run([sys.executable, str(BIN / args[0]), *map(str, args[1:])],
+    return subprocess.run(tool_argv(*args, env=env),
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=full_env)
 
 
@@ -128,6 +128,21 @@ def test_a_planted_journal_naming_other_files_is_refused_by_a_plain_read(shared,
     assert len(lines) == 1 and str(planted) in lines[0], proc.stderr.decode()
     assert "not a journal this program writes" in lines[0]
     assert "Traceback" not in proc.stderr.decode()
+    assert snapshot(shared["root"]) == before
+
+
+def test_a_deeply_nested_journal_is_refused_as_a_journal_not_an_internal_error(shared):
+    """Issue 36 item 4: JSON nested past Python's recursion limit gave "RecursionError
+    (internal error)"; it is a journal this program does not write."""
+    planted = Path(journal.journal_path(str(shared["scp"])))
+    planted.write_bytes(b"[" * 200000 + b"]" * 200000)
+    before = snapshot(shared["root"])
+    proc = tool("copy-vectors", "scp:%s" % shared["scp"], "ark:/dev/null")
+    assert proc.returncode == 255
+    lines = errors(proc.stderr.decode())
+    assert len(lines) == 1 and "Refused the commit journal '%s'" % planted in lines[0]
+    assert "not a journal this program writes" in lines[0]
+    assert "internal error" not in proc.stderr.decode()
     assert snapshot(shared["root"]) == before
 
 
@@ -262,6 +277,54 @@ def test_a_target_replaced_before_an_in_place_redo_is_refused(shared, tmp_path):
     shared["ark"].write_bytes(b"another file now\n")
     before = snapshot(shared["root"])
     assert_refused(shared, before, "no longer the file the run rewrote in place")
+
+
+def test_an_in_place_step_through_a_planted_hard_link_is_not_redone_by_a_read(shared):
+    """Issue 36 item 2, the reproducer: a journal (ours in every check, the same bytes beside
+    both targets) whose in-place step names a hard link in the table's folder to a file
+    elsewhere, with a temp file of ours: a read of the table copied the temp into that file.
+    Now a read refuses it (one ERROR naming the journal), and nothing changes anywhere."""
+    victim = shared["victim"] / "v.txt"
+    link = shared["dir"] / "link.txt"
+    os.link(victim, link)
+    bait = Path(journal.temp_name(str(link)))
+    bait.write_text("the attacker's content\n")
+    info = os.lstat(link)
+    scp = str(shared["scp"])
+    journal.write_set([(str(bait), str(link), (info.st_dev, info.st_ino), False),
+                       (journal.temp_name(scp), scp, None, True)], lambda: None)
+    before = snapshot(shared["root"])
+    for args in (["scp:%s" % scp, "ark,t:-"], ["ark,t:%s" % shared["new_txt"], "ark:" + scp]):
+        proc = tool("copy-vectors", *args)
+        assert proc.returncode == 255, proc.stderr.decode()
+        lines = errors(proc.stderr.decode())
+        assert len(lines) == 1, proc.stderr.decode()
+        assert "Refused the commit journal '%s'" % journal.journal_path(scp) in lines[0]
+        assert "rewrites '%s' in place" % link in lines[0]
+        assert victim.read_text() == "the victim's file\n"
+        assert snapshot(shared["root"]) == before
+
+
+def test_an_interrupted_in_place_commit_is_left_to_the_rerun_of_its_writer(shared, tmp_path):
+    """A genuine commit of a hard-linked archive (rewritten in place) killed with its
+    journals written: a read does not finish it (one ERROR, the other name unchanged); the
+    rerun of the killed command, which writes that archive, finishes it and commits anew."""
+    other = tmp_path / "other_name.ark"
+    os.link(shared["ark"], other)
+    old_bytes = other.read_bytes()
+    proc = tool("copy-vectors", "ark,t:%s" % shared["new_txt"], shared["wspec"],
+                env={"PAUC_BACKEND_TEST_SIGNAL_AFTER_STEPS": "2"})
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()
+    code, _, stderr = read_pair(shared["scp"])
+    assert code == 255 and len(errors(stderr)) == 1, stderr
+    assert "rewrites '%s' in place" % shared["ark"] in stderr
+    assert other.read_bytes() == old_bytes
+    proc = tool("copy-vectors", "ark,t:%s" % shared["new_txt"], shared["wspec"])
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert "Finished the commit" in proc.stderr.decode()
+    assert read_pair(shared["scp"])[:2] == (0, shared["new"])
+    assert other.read_bytes() == shared["ark"].read_bytes() and os.stat(other).st_nlink == 2
+    assert sorted(os.listdir(shared["dir"])) == ["x.ark", "x.scp"]
 
 
 # -- stale temp files -------------------------------------------------------------------------

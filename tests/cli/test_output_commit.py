@@ -2,8 +2,8 @@
 all new or all old after a write error, a file-size limit, a signal or a SIGKILL at any moment.
 
 Every fault is injected into a subprocess (resource limits, signals and the commit test hook
-``PAUC_BACKEND_TEST_SIGNAL_AFTER_RENAMES`` are set only there); pytest's own process state is
-never changed.
+``PAUC_BACKEND_TEST_SIGNAL_AFTER_RENAMES``, through tests/hooked_tool.py, are set only there);
+pytest's own process state is never changed.
 """
 
 import os
@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import BIN, run_shell, run_tool, tool_env
+from conftest import BIN, run_shell, run_tool, tool_argv, tool_env
 
 NUM_VECTORS = 3000
 KALDI_COPY_VECTOR = Path(os.environ.get("PAUC_KALDI_ROOT") or
@@ -38,7 +38,7 @@ def tool(*args, env=None, limit_bytes=None, check=False):
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit_bytes, limit_bytes))
     full_env = tool_env()
     full_env.update(env or {})
-    proc = subprocess.run([sys.executable, str(BIN / args[0]), *map(str, args[1:])],
+    proc = subprocess.run(tool_argv(*args, env=env),
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=full_env,
                           preexec_fn=limit if limit_bytes else None)
     if check:
@@ -127,6 +127,33 @@ def test_sigkill_between_the_renames_is_finished_by_the_next_writer(pair):
     assert "Finished the commit" in again.stderr.decode()
     assert read_pair(pair["scp"])[:2] == (0, pair["new"])
     assert leftovers(pair["scp"].parent) == []
+
+
+def test_the_commit_test_hooks_do_nothing_in_a_real_run(pair):
+    """Issue 36 item 5: the hooks' variables inherited by a real run (bin/<tool>) neither
+    pause nor kill it: only the suite's launcher (tests/hooked_tool.py) switches them on, and
+    no module of the package reads them."""
+    flag = pair["ark"].parent.parent / "pause"
+    env = tool_env()
+    env.update({"PAUC_BACKEND_TEST_SIGNAL_AFTER_RENAMES": "1",
+                "PAUC_BACKEND_TEST_SIGNAL_AFTER_STEPS": "1",
+                "PAUC_BACKEND_TEST_PAUSE_BEFORE_COMMIT": str(flag)})
+    proc = subprocess.Popen([sys.executable, str(BIN / "copy-vectors"),
+                             "ark,t:%s" % pair["new_txt"], pair["wspec"]], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    paused = flag.with_name("pause.paused")
+    deadline = time.monotonic() + 120
+    while proc.poll() is None and not paused.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    if paused.exists():
+        flag.with_name("pause.go").write_text("")
+    _, stderr = proc.communicate(timeout=120)
+    assert not paused.exists(), "a real run paused before its commit"
+    assert proc.returncode == 0, stderr.decode()
+    assert read_pair(pair["scp"])[:2] == (0, pair["new"])
+    assert leftovers(pair["scp"].parent) == []
+    package = Path(BIN).parent / "pauc_backend"
+    assert [p for p in package.rglob("*.py") if "PAUC_BACKEND_TEST" in p.read_text()] == []
 
 
 @pytest.mark.parametrize("signame", ["SIGTERM", "SIGINT", "SIGHUP"])
@@ -281,3 +308,60 @@ def test_a_model_directory_written_inside_an_output_group_is_complete(tmp_path):
     assert np.allclose(loaded.score(X[:3], X[3:6], rows, rows),
                        model.score(X[:3], X[3:6], rows, rows))
     assert not [p for p in os.listdir(tmp_path) if p.startswith(".")]
+
+
+def test_temp_directories_of_a_killed_model_write_are_removed_by_the_next_writer(tmp_path):
+    """Issue 36 item 6: train-pauc-auto killed while it assembled its model directory left
+    the temp directory beside it for ever. The next writer of that model removes it, with a
+    WARNING, once the new model is in place: a directory of ours, exactly a temp name of that
+    model, of a dead process of this host. A live process's, another host's, a link with that
+    name (not followed) and a name not exactly ours are left alone."""
+    from pauc_backend.datasets import make_speaker_corpus
+    from pauc_backend.kaldi_io import output_locks, write_vector_table
+    c = make_speaker_corpus(seed=5, dim=16, num_train_speakers=30, num_adapt_speakers=2,
+                            num_eval_speakers=2, train_utts_range=(6, 12))
+    write_vector_table("ark:%s" % (tmp_path / "train.ark"), c.train.keys, c.train.X)
+    (tmp_path / "spk2utt").write_text("".join("%s %s\n" % (s, " ".join(u))
+                                              for s, u in sorted(c.train.spk2utt().items())))
+    args = ["train-pauc-auto", "--num-iters=40", "--batch-size=40", "--lda-dims=8",
+            "--num-folds=3", "--candidates=plda,cosine", "--num-jobs=1", "--print-args=false",
+            "ark:%s" % (tmp_path / "train.ark"), "ark:%s" % (tmp_path / "spk2utt"),
+            tmp_path / "model"]
+    flag = tmp_path / "pause"
+    hooks = {"PAUC_BACKEND_TEST_PAUSE_BEFORE_COMMIT": str(flag)}
+    env = tool_env()
+    env.update(hooks)
+    killed = subprocess.Popen(tool_argv(*args, env=hooks), env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 300
+    while not flag.with_name("pause.paused").exists() and killed.poll() is None \
+            and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert flag.with_name("pause.paused").exists(), killed.communicate()[1].decode()
+    killed.kill()                            # SIGKILL while its model's files are written
+    killed.communicate()
+    (left,) = [p for p in tmp_path.iterdir() if p.name.startswith(".model.pauc-")
+               and p.name.endswith(".tmp")]
+    assert left.is_dir() and (left / "system.txt").is_file()
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    here = output_locks.host_name()
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "keep").write_text("keep me\n")
+    kept = {"live": tmp_path / (".model.pauc-%d@%s-%s.tmp" % (os.getpid(), here, "a" * 16)),
+            "elsewhere": tmp_path / (".model.pauc-%d@elsewhere-%s.tmp" % (dead.pid, "c" * 16)),
+            "odd": tmp_path / (".model.pauc-%d@%s-xyz.tmp" % (dead.pid, here)),
+            "link": tmp_path / (".model.pauc-%d@%s-%s.tmp" % (dead.pid, here, "b" * 16))}
+    for name, path in kept.items():
+        os.symlink(victim, path) if name == "link" else path.mkdir()
+    proc = subprocess.run(tool_argv(*args), env=tool_env(), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE)
+    stderr = proc.stderr.decode()
+    assert proc.returncode == 0, stderr
+    assert "Removed '%s', a temporary directory left by process %d" % (left, killed.pid) \
+        in stderr
+    assert not left.exists() and (tmp_path / "model" / "system.txt").is_file()
+    assert all(os.path.lexists(path) for path in kept.values())
+    assert (victim / "keep").read_text() == "keep me\n"
+    assert not (tmp_path / ".model.pauc-lock").exists()

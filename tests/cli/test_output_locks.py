@@ -6,7 +6,8 @@ is decided by its lock, not by its pid.
 
 The "other run" is either this test process holding the lock (``fcntl.flock``, as a run on
 another host would) or a real run paused before its commit by the test hook
-``PAUC_BACKEND_TEST_PAUSE_BEFORE_COMMIT`` (set only in that subprocess).
+``PAUC_BACKEND_TEST_PAUSE_BEFORE_COMMIT`` (set only in that subprocess, which runs through
+tests/hooked_tool.py: a real run ignores the variable).
 """
 
 import contextlib
@@ -19,7 +20,7 @@ import sys
 import time
 
 import pytest
-from conftest import BIN, run_tool, tool_env
+from conftest import BIN, run_tool, tool_argv, tool_env
 
 from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import commit, journal, output_locks
@@ -36,7 +37,7 @@ def text_archive(path, sign, num=400, dim=3):
 def start(*args, env=None):
     full_env = tool_env()
     full_env.update(env or {})
-    return subprocess.Popen([sys.executable, str(BIN / args[0]), *map(str, args[1:])],
+    return subprocess.Popen(tool_argv(*args, env=env),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=full_env)
 
 
@@ -184,6 +185,86 @@ def test_a_lock_file_left_by_a_killed_run_does_not_block(pair):
     assert code == 0, stderr
     assert read_pair(pair["scp"]) == (0, pair["new"])
     assert sorted(os.listdir(pair["ark"].parent)) == ["x.ark", "x.scp"]
+
+
+def test_a_stale_lock_file_is_replaced_by_a_new_one_never_written_into(pair):
+    """Issue 36 item 1: a lock file found there (here: left by a killed run) is only locked
+    and read; the run that finds it free removes it and creates its own, so the old inode
+    keeps its bytes (a descriptor kept open on it shows them)."""
+    lock = output_locks.lock_path(str(pair["ark"]))
+    with open(lock, "wb") as stale:
+        stale.write(RECORD)
+    with open(lock, "rb") as kept:
+        code, _, stderr = tool("copy-vectors", "ark,t:%s" % pair["new_txt"], pair["wspec"])
+        assert code == 0, stderr
+        kept.seek(0)
+        assert kept.read() == RECORD
+    assert read_pair(pair["scp"]) == (0, pair["new"])
+    assert sorted(os.listdir(pair["ark"].parent)) == ["x.ark", "x.scp"]
+
+
+def test_a_free_lock_file_of_another_user_that_cannot_be_removed_is_refused(pair,
+                                                                            monkeypatch):
+    """A free lock file is taken over by removing it; one of another user that we may not
+    remove (a sticky directory: simulated by another effective uid and an unlink that says
+    EPERM, in this process only) is refused naming its owner, never locked or written."""
+    lock = output_locks.lock_path(str(pair["ark"]))
+    with open(lock, "wb") as stale:
+        stale.write(RECORD)
+    real_unlink = os.unlink
+
+    def unlink(path, *args, **kwargs):
+        if path == lock:
+            raise PermissionError(1, "Operation not permitted", path)
+        return real_unlink(path, *args, **kwargs)
+
+    monkeypatch.setattr(output_locks, "effective_uid", lambda: os.geteuid() + 1)
+    monkeypatch.setattr(os, "unlink", unlink)
+    with pytest.raises(KaldiError) as caught:
+        output_locks.acquire([str(pair["ark"])])
+    assert "Refused the lock file '%s': it belongs to user %d" % (lock, os.geteuid()) \
+        in str(caught.value)
+    assert open(lock, "rb").read() == RECORD and not output_locks.holds(str(pair["ark"]))
+
+
+def test_a_hard_linked_lock_file_is_refused_and_the_linked_file_left_alone(pair, tmp_path):
+    """Issue 36 item 1, the reproducer: ``ln victim.bin .x.ark.pauc-lock`` then a write of
+    x.ark wrote its holder record into victim.bin (exit 0). Now: one ERROR, the victim and
+    the outputs as they were."""
+    victim = tmp_path / "victim.bin"
+    victim.write_bytes(bytes(range(256)) * 8)
+    lock = output_locks.lock_path(str(pair["ark"]))
+    os.link(victim, lock)
+    before = files(pair["ark"].parent)
+    code, _, stderr = tool("copy-vectors", "ark,t:%s" % pair["new_txt"], pair["wspec"])
+    assert code == 255, stderr
+    lines = errors(stderr)
+    assert len(lines) == 1 and "Refused the lock file '%s': it has 2 hard links" % lock \
+        in lines[0], stderr
+    assert victim.read_bytes() == bytes(range(256)) * 8
+    assert files(pair["ark"].parent) == before
+
+
+def test_a_read_finishing_a_journal_never_writes_through_a_hard_linked_lock(pair, tmp_path):
+    """Issue 36 item 1: a plain read of a table with an incomplete journal beside it locks
+    the table to remove the journal; with the lock name hard-linked to a file elsewhere it
+    wrote into that file. Now: one ERROR naming the lock file, the file left alone."""
+    ark, scp = str(pair["ark"]), str(pair["scp"])
+    written = journal.write_set([(journal.temp_name(ark), ark, None, False),
+                                 (journal.temp_name(scp), scp, None, True)], lambda: None)
+    assert written == [journal.journal_path(scp), journal.journal_path(ark)]
+    os.unlink(written[1])                 # a set cut while its journals were written
+    victim = tmp_path / "victim.bin"
+    victim.write_bytes(b"the victim's bytes\n" * 100)
+    lock = output_locks.lock_path(scp)
+    os.link(victim, lock)
+    before = files(pair["ark"].parent)
+    proc = run_tool("copy-vectors", "scp:%s" % scp, "ark,t:-")
+    assert proc.returncode == 255
+    lines = errors(proc.stderr.decode())
+    assert len(lines) == 1 and "Refused the lock file '%s'" % lock in lines[0], lines
+    assert victim.read_bytes() == b"the victim's bytes\n" * 100
+    assert files(pair["ark"].parent) == before
 
 
 def test_a_journal_waits_for_its_writer_only_while_the_writer_holds_the_lock(pair, monkeypatch):

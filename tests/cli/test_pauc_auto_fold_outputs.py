@@ -224,7 +224,8 @@ def test_an_enormous_info_json_is_refused_before_it_is_read_whole(made, tmp_path
     with open(folds / "stage1.fold1/info.json", "wb") as f:
         f.truncate(1 << 25)                          # 32 MB of NULs, sparse
     line = combine_error(made, tmp_path, folds)
-    assert "stage1.fold1/info.json is larger than" in line
+    assert "stage1.fold1/info.json (a fold output of train-pauc-auto): it is 32 MiB, more " \
+        "than the 16 MiB such a file may have" in line
 
 
 def test_a_stage_two_job_refuses_a_doctored_stage_one(made, tmp_path):

@@ -125,3 +125,44 @@ def test_the_fold_pool_is_closed_not_terminated_when_every_fold_is_done(monkeypa
                               np.asarray(c.train.labels))
     gc.collect()
     assert "close" in calls and "terminate" not in calls, calls
+
+
+POOL_LOCK_HELD_BY_A_DEAD_WORKER = r"""
+import multiprocessing, os, signal, sys, time
+from pauc_backend.workers import fork_pool
+
+def square(x):
+    return x * x
+
+start = time.monotonic()
+try:
+    with fork_pool(2) as pool:
+        assert pool.map(square, range(8)) == [x * x for x in range(8)]
+        lock = pool._inqueue._rlock      # an idle worker holds it, waiting in get() for a task
+        while lock.acquire(False):       # free: no idle worker there yet
+            lock.release()
+            time.sleep(0.01)
+        for worker in list(pool._pool):  # its holder dies holding it (SIGKILL, or a signal
+            os.kill(worker.pid, signal.SIGKILL)   # landing just after its acquire)
+        raise RuntimeError("stop")
+except RuntimeError:
+    print("unwound after %.1f s, children left: %s"
+          % (time.monotonic() - start, [p.pid for p in multiprocessing.active_children()]))
+    sys.exit(3)
+"""
+
+
+def test_terminating_a_pool_whose_queue_lock_a_dead_worker_holds_does_not_hang(tmp_path):
+    """Issue 36 item 6: Pool.terminate takes the task queue's lock, which an idle worker
+    holds while it waits for a task; a worker that died holding it (SIGKILL; or SIGTERM landing
+    between its acquire and the with block) left the parent blocked for ever in the unwinding
+    of an error or a signal. fork_pool now gives terminate workers.TERMINATE_WAIT seconds, then
+    SIGKILLs the workers and frees the queue locks they may hold. Deterministic: the test
+    waits until a worker holds the lock, then kills them all."""
+    proc = subprocess.run([sys.executable, "-c", POOL_LOCK_HELD_BY_A_DEAD_WORKER],
+                          cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          env=tool_env(), timeout=120)
+    out = proc.stdout.decode()
+    assert proc.returncode == 3, (out, proc.stderr.decode())
+    assert "children left: []" in out, out
+    assert "Traceback" not in proc.stderr.decode(), proc.stderr.decode()
