@@ -22,7 +22,7 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
 
 from auto_budget_iters import load_training  # noqa: E402
-from pauc_backend.models.auto_backend import AutoBackend  # noqa: E402
+from pauc_backend.models.auto import AutoBackend  # noqa: E402
 
 
 def main():

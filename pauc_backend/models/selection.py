@@ -1,7 +1,7 @@
 """Which cross-fitted candidate the automatic back-end keeps, and why.
 
 Every candidate (a system or fusion at an LDA dimension) has one held-out pAUC per fold of
-training speakers (models.auto_backend). Choosing the maximum of the fold means is optimistic
+training speakers (models.auto.backend). Choosing the maximum of the fold means is optimistic
 when the candidates are many and the folds few: a complex system can win by fold noise, and
 with few or out-of-domain training speakers it then generalises worse than a simple one. The
 rule here is the one-standard-error rule of Breiman, Friedman, Olshen & Stone (Classification
@@ -24,14 +24,14 @@ import math
 
 import numpy as np
 
-from pauc_backend.models import auto_systems
+from pauc_backend.models.auto import systems as auto_systems
 
 __all__ = ["trained_parameters", "choose", "describe_choice"]
 
 
 def trained_parameters(members, lda_dim, dim, num_speakers):
     """Number of numbers the candidate learns from the training data (see the module doc and
-    models.auto_systems.trained_parameters, where each system's count is derived)."""
+    models.auto.systems.trained_parameters, where each system's count is derived)."""
     return auto_systems.trained_parameters(members, lda_dim, dim, num_speakers)
 
 

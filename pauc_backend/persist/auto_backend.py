@@ -37,8 +37,8 @@ from pauc_backend.kaldi_io.commit import (claimed, committed_at_once, make_temp_
 from pauc_backend.kaldi_io import read_matrix, read_plda, read_vector, write_matrix, write_plda
 from pauc_backend.kaldi_io import (read_int32_table, read_vector_table, write_int32_table,
                                    write_vector, write_vector_table)
-from pauc_backend.models.auto_backend import AutoBackend
-from pauc_backend.models.auto_systems import base_system, canonical, system
+from pauc_backend.models.auto import AutoBackend
+from pauc_backend.models.auto.systems import base_system, canonical, system
 from pauc_backend.models.backend_pipeline import BackendPipeline
 from pauc_backend.models.discriminative_plda import DiscriminativePLDA
 from pauc_backend.models.domain import TrainingDomain

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from conftest import run_tool
-from pauc_backend.models import auto_params, auto_systems
-from pauc_backend.models.auto_backend import AutoBackend
+from pauc_backend.models.auto import params as auto_params, systems as auto_systems
+from pauc_backend.models.auto import AutoBackend
 from pauc_backend.models.metric_learning import PaucMetric
 
 

@@ -13,10 +13,10 @@ from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import read_token_table, read_token_vector_table, read_vector_table
 from pauc_backend.kaldi_io.commit import claim_outputs
 from pauc_backend.kaldi_io.streams import check_writable
-from pauc_backend.models import auto_params
-from pauc_backend.models.auto_backend import AutoBackend, dim_label
-from pauc_backend.models.auto_adapt import check_candidates
-from pauc_backend.models.auto_systems import help_text as systems_help
+from pauc_backend.models.auto import params as auto_params
+from pauc_backend.models.auto import AutoBackend, dim_label
+from pauc_backend.models.auto.adapt import check_candidates
+from pauc_backend.models.auto.systems import help_text as systems_help
 from pauc_backend.models.domain import TrainingDomain, is_out_of_domain
 from pauc_backend.cli.framework.domain_check import describe_shift
 
@@ -95,7 +95,7 @@ e.g.: train-pauc-auto --enroll-utts=3 scp:data/train/xvector.scp ark:data/train/
 """ % {"systems": systems_help()}
 
 tool = Tool("train-pauc-auto", USAGE)
-for _param in auto_params.options():      # declared once, in models/auto_params.py
+for _param in auto_params.options():      # declared once, in models/auto/params.py
     _value = auto_params.option_text(_param)
     tool.register(_param.option, _value, _param.help,
                   kind={"int": int, "float": float}.get(_param.kind, type(_value)),

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pauc_backend.models.auto_systems import dim_free, system, base_system
+from pauc_backend.models.auto.systems import dim_free, system, base_system
 from pauc_backend.models.crossfit import HeldOutTrials, speaker_folds
 
 __all__ = ["Stage", "CrossFitPlan", "make_plan", "crossfit_rows", "screen_folds"]
@@ -82,20 +82,20 @@ class CrossFitPlan:
     stages: dict = field(default_factory=dict)
     done: dict = field(default_factory=dict)
     promoted: tuple = None
-    adapt: object = None       # the adaptation set (models.auto_adapt), or None
+    adapt: object = None       # the adaptation set (models.auto.adapt), or None
     fold_maps: list = None     # per fold, the map of its held-out vectors into its domain
 
     def adapt_rows(self, fold):
         """With an adaptation set, the rows playing it for held-out fold ``fold``: that
-        fold's own vectors, unlabelled (models.auto_adapt); None without one."""
+        fold's own vectors, unlabelled (models.auto.adapt); None without one."""
         return None if self.adapt is None else np.flatnonzero(self.fold_of_vector == fold)
 
     def held_out(self, fold, vectors):
         """Held-out vectors of ``fold`` as the cross-fitting scores them: moved into the
-        adaptation set's domain when there is one (models.auto_adapt.coral_map)."""
+        adaptation set's domain when there is one (models.auto.adapt.coral_map)."""
         if self.fold_maps is None:
             return vectors
-        from pauc_backend.models.auto_adapt import apply_map
+        from pauc_backend.models.auto.adapt import apply_map
         return apply_map(self.fold_maps[fold], vectors)
 
     def train_rows(self, fold):

@@ -1,17 +1,17 @@
-"""The fold tasks of pAUCMetric (auto)'s cross-fitting (models.auto_backend): one LDA
+"""The fold tasks of pAUCMetric (auto)'s cross-fitting (models.auto.backend): one LDA
 dimension and one fold each, run in this process or in forked workers, and the choice of the
 discriminative PLDA's lambda from their figures.
 
 A task trains the systems of its stage on the training rows of the fold (no copy of the table:
 the pipeline reads the rows it is given) and scores the fold's held-out trials; it returns the
 held-out FIGURES of every system and the SCORES (float32) of the systems still needed for
-fusions (models.auto_store)."""
+fusions (models.auto.store)."""
 
 import multiprocessing
 
 import numpy as np
 
-from pauc_backend.models.auto_systems import base_system, dim_free, system
+from pauc_backend.models.auto.systems import base_system, dim_free, system
 from pauc_backend.models.crossfit import trial_figures
 
 __all__ = ["fold_task", "run_fold_tasks", "choose_dplda_lambda", "task_systems"]

@@ -1,6 +1,6 @@
 """The parameters of pAUCMetric (auto), each declared once: default, allowed values, help.
 
-``AutoBackend`` (models.auto_backend) takes its defaults from here and checks its values
+``AutoBackend`` (models.auto.backend) takes its defaults from here and checks its values
 here (``check``); ``train-pauc-auto`` registers its options from here (name, default, help,
 choices and bounds in the framework's terms, older names as aliases) and turns the parsed
 options back into the estimator's keywords (``from_options``), so neither restates them. The
@@ -17,7 +17,7 @@ import inspect
 import math
 from dataclasses import dataclass
 
-from pauc_backend.models.auto_systems import parse_candidate
+from pauc_backend.models.auto.systems import parse_candidate
 from pauc_backend.models.backend_pipeline import DPLDA_LAMBDAS
 from pauc_backend.models.metric_learning import PaucMetric
 

@@ -1,18 +1,18 @@
-"""The state of one cross-fitting of pAUCMetric (auto): its plan (models.auto_policy), the
-stages as they are decided, the store of held-out scores (models.auto_store) and the rated
-rows. It runs a stage's fold tasks (models.auto_folds), adds their results, rates each LDA
+"""The state of one cross-fitting of pAUCMetric (auto): its plan (models.auto.policy), the
+stages as they are decided, the store of held-out scores (models.auto.store) and the rated
+rows. It runs a stage's fold tasks (models.auto.folds), adds their results, rates each LDA
 dimension as soon as every fold of it is in, decides the next stage (the promoted dimension,
 the promoted candidates) and says why, in the log and in lines for system.txt."""
 
 import numpy as np
 
 from pauc_backend.models import selection
-from pauc_backend.models.auto_folds import (choose_dplda_lambda, dim_label, fold_task,
+from pauc_backend.models.auto.folds import (choose_dplda_lambda, dim_label, fold_task,
                                             run_fold_tasks, task_systems)
-from pauc_backend.models.auto_policy import (SCREEN_CANDIDATES, SCREEN_DIMS, Stage,
+from pauc_backend.models.auto.policy import (SCREEN_CANDIDATES, SCREEN_DIMS, Stage,
                                              promoted_stage, second_stage)
-from pauc_backend.models.auto_store import HeldOutStore
-from pauc_backend.models.auto_systems import base_system, dim_free, parse_candidate
+from pauc_backend.models.auto.store import HeldOutStore
+from pauc_backend.models.auto.systems import base_system, dim_free, parse_candidate
 
 __all__ = ["CrossFit"]
 

@@ -8,19 +8,19 @@ speakers, built like the evaluation's (models.crossfit). Every candidate is then
 mean held-out pAUC[alpha, beta] over the folds (the paper's criterion, eq. 5; EER and
 minDCF(0.01) are reported beside it):
 
-* each single system of models.auto_systems at each candidate LDA dimension (capped by the
+* each single system of models.auto.systems at each candidate LDA dimension (capped by the
   smallest fold's training speakers - 1 and the vector dimension; 0 = no LDA). Systems of
   the raw space (raw cosine) depend on no dimension and are rated once, as "no LDA";
 * linear fusions of two or more of them (BOSARIS LinearFusion, models.calibration), whose
   weights are themselves cross-fitted: the fusion scoring fold k is trained on the held-out
   scores of the other folds, so its figure is as honest as a single system's.
 
-What is tried on which data at what budget is models.auto_policy's (a seeded subset of
+What is tried on which data at what budget is models.auto.policy's (a seeded subset of
 speakers and vectors when the corpus is large, the LDA dimensions screened with the cheap
 systems, the candidates screened with the metrics at a fraction of their iterations and the
 best promoted to the full budget: successive halving); the held-out scores are kept only as
-long as the rating needs them (models.auto_store); the folds run in forked processes with
-``n_jobs`` (models.auto_folds; each fold is seeded, so the result does not depend on it).
+long as the rating needs them (models.auto.store); the folds run in forked processes with
+``n_jobs`` (models.auto.folds; each fold is seeded, so the result does not depend on it).
 
 The kept candidate is not simply the best mean: ``selection="1se"`` (default) keeps the
 simplest candidate within one standard error (paired over folds) of the best
@@ -29,19 +29,20 @@ what generalises, typically raw cosine; the log and ``describe()`` say why. The 
 candidate is retrained on all training speakers; its fusion (or, for one system, affine
 calibration) weights are learned on the pooled held-out scores of all folds. ``score``
 returns those fused/calibrated scores. Every parameter is declared once, in
-models.auto_params (default, allowed values, help), which train-pauc-auto reads too.
+models.auto.params (default, allowed values, help), which train-pauc-auto reads too.
 """
 
 import numpy as np
 
 from pauc_backend.heartbeat import Heartbeat
-from pauc_backend.models import auto_adapt, auto_params, selection
-from pauc_backend.models.auto_crossfit import CrossFit
-from pauc_backend.models.auto_folds import dim_label
-from pauc_backend.models.auto_params import DEFAULT_CANDIDATES, DEFAULT_LDA_DIMS  # noqa: F401
-from pauc_backend.models.auto_policy import make_plan
-from pauc_backend.models.auto_store import fit_fusion
-from pauc_backend.models.auto_systems import (base_system, candidate_title,  # noqa: F401
+from pauc_backend.models import selection
+from pauc_backend.models.auto import adapt as auto_adapt, params as auto_params
+from pauc_backend.models.auto.crossfit import CrossFit
+from pauc_backend.models.auto.folds import dim_label
+from pauc_backend.models.auto.params import DEFAULT_CANDIDATES, DEFAULT_LDA_DIMS  # noqa: F401
+from pauc_backend.models.auto.policy import make_plan
+from pauc_backend.models.auto.store import fit_fusion
+from pauc_backend.models.auto.systems import (base_system, candidate_title,  # noqa: F401
                                               dim_free, parse_candidate)
 from pauc_backend.models.backend_pipeline import BackendPipeline
 
@@ -51,9 +52,9 @@ _D = auto_params.default
 class AutoBackend:
     """Cross-fitted choice of back-end (see the module doc); scikit-learn style.
 
-    Parameters: see models.auto_params (``help(auto_params)``, or train-pauc-auto --help),
+    Parameters: see models.auto.params (``help(pauc_backend.models.auto.params)``, or train-pauc-auto --help),
     where each is declared with its default and allowed values. ``metric_params``: keyword
-    arguments of PaucMetric (defaults: models.auto_params.METRIC_OPTIONS, PaucMetric's own
+    arguments of PaucMetric (defaults: models.auto.params.METRIC_OPTIONS, PaucMetric's own
     but 500 iterations).
 
     Learned: ``cv_results_`` (one dict per rated candidate and budget: "candidate",
@@ -122,7 +123,7 @@ class AutoBackend:
 
     def check_params(self):
         """ValueError naming the first parameter outside its declared values
-        (models.auto_params); returns the normalised values."""
+        (models.auto.params); returns the normalised values."""
         values = self.get_params()
         auto_params.check(values)
         for name in ("lda_dims", "candidates", "dplda_lambdas", "max_trials",
@@ -181,7 +182,7 @@ class AutoBackend:
     def fit(self, X, y, groups=None, X_adapt=None):
         """Cross-fit every candidate on raw training vectors X (n, D) with speaker labels y,
         keep one by held-out pAUC[alpha, beta] (``selection``), retrain it on all speakers.
-        ``X_adapt``: unlabelled raw vectors of the domain to be scored (models.auto_adapt:
+        ``X_adapt``: unlabelled raw vectors of the domain to be scored (models.auto.adapt:
         the centring mean, the adapted PLDA and what the cross-fitting can see).
 
         The same in steps, for folds run as separate jobs (train-pauc-auto --fold-stage):
@@ -204,7 +205,7 @@ class AutoBackend:
 
     def prepare(self, X, y, groups=None, X_adapt=None):
         """Check the data and the parameters, choose the cross-fitting subset, deal the
-        speaker folds, build every fold's held-out trials (models.auto_policy); returns the
+        speaker folds, build every fold's held-out trials (models.auto.policy); returns the
         plan. Resets the store of held-out scores."""
         X, y, members = self._check(X, y, groups, X_adapt is not None)
         if X_adapt is not None:
@@ -239,8 +240,8 @@ class AutoBackend:
         return plan
 
     def stage_work(self, plan, stage):
-        """The Stage (models.auto_policy) cross-fitted in ``stage`` (1, 2 or 3) on every
-        fold; stages 2 and 3 need every fold of the previous stage (models.auto_crossfit)."""
+        """The Stage (models.auto.policy) cross-fitted in ``stage`` (1, 2 or 3) on every
+        fold; stages 2 and 3 need every fold of the previous stage (models.auto.crossfit)."""
         return plan.stage_work(stage)
 
     def cross_fit_stage(self, plan, stage, folds=None):
