@@ -50,7 +50,7 @@ def main():
             model.add_fold_results(plan, stage, model.cross_fit_stage(plan, stage))
         rows = plan.rows_at()
         c1 = os.times()
-        chosen = model._complexity(rows)
+        chosen = plan.complexity(rows)
         from pauc_backend.models import selection
         kept, evidence = selection.choose(rows, chosen, "1se")
         print("\n%d speakers (%s): %.0f s wall, %.0f s CPU; kept %s at LDA %d, best %s at "

@@ -154,7 +154,7 @@ def main():
             if not plan.store.has_columns(dim, mem):
                 plan.recompute(dim, mem)
             pooled, labels = plan.store.pooled(dim, mem)
-            fused = auto._fusion(auto.max_fusion_trials)(pooled, labels).transform(
+            fused = auto.settings_.fusion(auto.max_fusion_trials)(pooled, labels).transform(
                 scores[:, [needed.index(m) for m in mem]])
             rows.append((r, trial_figures(fused, lab, 0, 0.01)))
     for r, ev in sorted(rows, key=lambda x: -x[0]["pauc"]):

@@ -26,13 +26,20 @@ import numpy as np
 
 from pauc_backend.models.auto import systems as auto_systems
 
-__all__ = ["trained_parameters", "choose", "describe_choice"]
+__all__ = ["trained_parameters", "complexity", "choose", "describe_choice"]
 
 
 def trained_parameters(members, lda_dim, dim, num_speakers):
     """Number of numbers the candidate learns from the training data (see the module doc and
     models.auto.systems.trained_parameters, where each system's count is derived)."""
     return auto_systems.trained_parameters(members, lda_dim, dim, num_speakers)
+
+
+def complexity(rows, dim, num_speakers):
+    """``trained_parameters`` of each row's candidate (``"candidate"``, ``"lda_dim"``) on
+    vectors of dimension ``dim`` from ``num_speakers`` training speakers."""
+    return [trained_parameters(auto_systems.parse_candidate(r["candidate"]), r["lda_dim"],
+                               dim, num_speakers) for r in rows]
 
 
 def _fold_matrix(results):

@@ -34,17 +34,14 @@ models.auto.params (default, allowed values, help), which train-pauc-auto reads 
 
 import numpy as np
 
-from pauc_backend.heartbeat import Heartbeat
 from pauc_backend.models import selection
 from pauc_backend.models.auto import adapt as auto_adapt, params as auto_params
 from pauc_backend.models.auto.crossfit import CrossFit
 from pauc_backend.models.auto.folds import dim_label
-from pauc_backend.models.auto.params import DEFAULT_CANDIDATES, DEFAULT_LDA_DIMS  # noqa: F401
+from pauc_backend.models.auto.params import DEFAULT_CANDIDATES
 from pauc_backend.models.auto.policy import make_plan
-from pauc_backend.models.auto.store import fit_fusion
-from pauc_backend.models.auto.systems import (base_system, candidate_title,  # noqa: F401
-                                              dim_free, parse_candidate)
-from pauc_backend.models.backend_pipeline import BackendPipeline
+from pauc_backend.models.auto.settings import Reporter, Settings
+from pauc_backend.models.auto.systems import base_system, candidate_title, parse_candidate
 
 _D = auto_params.default
 
@@ -62,7 +59,8 @@ class AutoBackend:
     figures of each fold k = 0..K-1), ``chosen_`` (its row), ``fold_of_vector_`` (the fold
     of each training vector, -1 outside the cross-fitting subset), ``members_``,
     ``lda_dim_``, ``fusion_``, ``pipeline_``, ``crossfit_`` (what was screened, promoted and
-    why, as text lines).
+    why, as text lines), ``dplda_lambda_`` (the discriminative PLDA's, None without it),
+    ``settings_`` (the frozen parameters of the fit, models.auto.settings).
     """
 
     def __init__(self, lda_dims=_D("lda_dims"), candidates=_D("candidates"),
@@ -134,26 +132,10 @@ class AutoBackend:
 
     # -- helpers -----------------------------------------------------------------------------
     def _make_pipeline(self, lda_dim, systems, seed):
-        """The BackendPipeline of a fold task or of the final model (tests may override)."""
-        return BackendPipeline(lda_dim=lda_dim, systems=systems,
-                               metric_params=auto_params.metric_defaults(
-                                   self.metric_params), alpha=self.alpha,
-                               beta=self.beta, asnorm_top_n=self.asnorm_top_n,
-                               enroll_utts=int(self.enroll_utts),
-                               dplda_lambdas=self.dplda_lambdas, random_state=seed)
-
-    def _log(self, message):
-        if self.log is not None:
-            self.log(message)
-
-    def _note(self, **fields):
-        if getattr(self, "_heartbeat", None) is not None:
-            self._heartbeat.note(**fields)
-
-    def _fusion(self, limit):
-        return lambda scores, labels: fit_fusion(
-            scores, labels, self.fusion_prior, self.fusion_regularization, limit,
-            self.random_state + 7)
+        """The BackendPipeline of a fold task or of the final model (Settings.pipeline of
+        this fit, or of the parameters before one; tests may override)."""
+        settings = getattr(self, "settings_", None) or Settings.of(self.get_params())
+        return settings.pipeline(lda_dim, systems, seed)
 
     def _check(self, X, y, groups, adapted=False):
         X = np.asarray(X)
@@ -199,9 +181,9 @@ class AutoBackend:
             self._close()
 
     def _close(self):
-        if getattr(self, "_heartbeat", None) is not None:
-            self._heartbeat.close()
-        self._heartbeat = None            # a fitted model holds no thread (picklable)
+        """Stop the progress lines' thread (a fitted model holds none); the log stays."""
+        if getattr(self, "_reporter", None) is not None:
+            self._reporter.close()
 
     def prepare(self, X, y, groups=None, X_adapt=None):
         """Check the data and the parameters, choose the cross-fitting subset, deal the
@@ -210,34 +192,40 @@ class AutoBackend:
         X, y, members = self._check(X, y, groups, X_adapt is not None)
         if X_adapt is not None:
             X_adapt = auto_adapt.check_adapt(X_adapt, X.shape[1])
-        self._heartbeat = (Heartbeat(self.progress, self.progress_interval)
-                           if self.progress is not None else None)
+        settings = self.settings_ = Settings.of(self.get_params())
+        self._close()
+        reporter = self._reporter = Reporter(self.log, self.progress, self.progress_interval)
         self.n_features_in_ = X.shape[1]
-        plan = make_plan(self, X, y, groups, members)
+        plan = make_plan(settings, reporter, X, y, groups, members)
         plan.adapt = X_adapt
         if X_adapt is not None:        # each held-out fold moved into the adaptation domain
-            rows, _ = auto_adapt.adapt_rows(X_adapt.shape[0], self.max_adapt_vectors,
-                                            self.random_state)
+            rows, _ = auto_adapt.adapt_rows(X_adapt.shape[0], settings.max_adapt_vectors,
+                                            settings.random_state)
             if rows.size >= 2 * X.shape[1]:
                 plan.fold_maps = [auto_adapt.coral_map(X, plan.adapt_rows(k), X_adapt, rows)
-                                  for k in range(self.num_folds)]
+                                  for k in settings.every_fold]
             else:
-                self._log("The adaptation set has %d vectors, fewer than twice their dimension "
-                          "(%d): too few for its covariance, so the held-out folds are not "
-                          "moved into its domain (only its mean and the adapted PLDA are "
-                          "used)" % (rows.size, X.shape[1]))
-        plan = CrossFit(self, plan)
+                reporter.log("The adaptation set has %d vectors, fewer than twice their "
+                             "dimension (%d): too few for its covariance, so the held-out "
+                             "folds are not moved into its domain (only its mean and the "
+                             "adapted PLDA are used)" % (rows.size, X.shape[1]))
+        plan = CrossFit(settings, reporter, plan, self._make_pipeline)
         self.num_speakers_ = plan.num_speakers
         self.fold_of_vector_ = plan.fold_of_vector
-        self.dplda_lambda_ = None
-        self.crossfit_ = ["crossfit_data %s" % plan.subset]
-        self._log("Cross-fitting: %d speakers in %d folds (%s), held-out trials per fold: %s"
-                  % (int(np.unique(y[plan.fold_of_vector >= 0]).size), self.num_folds,
-                     plan.subset, ", ".join(
-                         "%d (%d target%s)" % (t.is_target.size, t.num_target,
-                                               ", sampled" if t.sampled else "")
-                         for t in plan.trials)))
+        self._take_decisions(plan)
+        reporter.log("Cross-fitting: %d speakers in %d folds (%s), held-out trials per fold: "
+                     "%s" % (int(np.unique(y[plan.fold_of_vector >= 0]).size),
+                             settings.num_folds, plan.subset, ", ".join(
+                                 "%d (%d target%s)" % (t.is_target.size, t.num_target,
+                                                       ", sampled" if t.sampled else "")
+                                 for t in plan.trials)))
         return plan
+
+    def _take_decisions(self, plan):
+        """What the cross-fitting ``plan`` decided so far, stored: ``dplda_lambda_``,
+        ``crossfit_``."""
+        self.dplda_lambda_ = plan.dplda_lambda
+        self.crossfit_ = list(plan.lines)
 
     def stage_work(self, plan, stage):
         """The Stage (models.auto.policy) cross-fitted in ``stage`` (1, 2 or 3) on every
@@ -255,6 +243,7 @@ class AutoBackend:
         rated as soon as every fold of it is in, and what the rating no longer needs is
         released."""
         plan.add(stage, results)
+        self._take_decisions(plan)
 
     # -- the choice and the final model -------------------------------------------------------
     def finish(self, plan):
@@ -265,45 +254,44 @@ class AutoBackend:
             plan.stage_work(stage)
             plan.need_folds(stage)
         X, y = plan.X, plan.y
+        settings, reporter = plan.settings, plan.reporter
         self.n_features_in_ = X.shape[1]
+        self._take_decisions(plan)
         self.cv_results_ = plan.rows_at()
         full = [r for r in self.cv_results_ if r["budget"] == "full"]
         if not full:
             raise ValueError("no candidate could be rated")
-        self._choose(full)
+        self._choose(full, plan)
         name, dim = self.chosen_["candidate"], self.chosen_["lda_dim"]
         self.members_ = plan.members[name]
         self.lda_dim_ = dim
 
         # Fusion/calibration weights on all held-out scores, then retrain on everything.
-        self._note(where="fusion weights of %s" % name)
+        reporter.note(where="fusion weights of %s" % name)
         score_dim = self.chosen_["score_dim"]
         if not plan.store.has_columns(score_dim, self.members_):
             plan.recompute(score_dim, self.members_)
-        pooled, labels = plan.store.pooled(score_dim, self.members_, self.max_fusion_trials,
-                                           self.random_state + 7)
+        pooled, labels = plan.store.pooled(score_dim, self.members_,
+                                           settings.max_fusion_trials,
+                                           settings.random_state + 7)
         self.heldout_labels_ = list(plan.store.labels)
-        self.fusion_ = self._fusion(0)(pooled, labels)
+        self.fusion_ = settings.fusion(0)(pooled, labels)
         del pooled
         plan.store.clear()
-        self.pipeline_ = self._make_pipeline(dim, self.members_, self.random_state)
+        self.pipeline_ = self._make_pipeline(dim, self.members_, settings.random_state)
         if self.dplda_lambda_ is not None:          # only the cross-fitted lambda
             self.pipeline_.dplda_lambdas = (self.dplda_lambda_,)
             self.pipeline_.dplda_lambda = self.dplda_lambda_
-        hb = self._heartbeat
-        if hb is not None:
-            hb.begin()
-            where = "final %s (LDA %s) on all %d speakers" % (name, dim_label(dim),
-                                                              self.num_speakers_)
-            self.pipeline_.progress = lambda step=None, **f: (
-                hb.note(where=where, step=step, **f) if step is not None else hb.idle())
+        reporter.begin()
+        self.pipeline_.progress = reporter.pipeline_progress(
+            "final %s (LDA %s) on all %d speakers" % (name, dim_label(dim), self.num_speakers_))
         A = plan.adapt
         rows = subset = None
         if A is not None:
-            rows, subset = auto_adapt.adapt_rows(A.shape[0], self.max_adapt_vectors,
-                                                 self.random_state)
+            rows, subset = auto_adapt.adapt_rows(A.shape[0], settings.max_adapt_vectors,
+                                                 settings.random_state)
         try:
-            self.pipeline_.fit(X, y, n_jobs=self.n_jobs, adapt=A, adapt_rows=rows)
+            self.pipeline_.fit(X, y, n_jobs=settings.n_jobs, adapt=A, adapt_rows=rows)
         finally:
             self.pipeline_.progress = None
             self._close()
@@ -312,21 +300,17 @@ class AutoBackend:
         if A is not None:
             self.adapt_lines_ = auto_adapt.adaptation_report(train_domain, self.domain_,
                                                              self.pipeline_, A, rows, subset)
-            self._log("Adaptation set (%s): centring mean from it%s; its domain shift "
-                      "(models.domain): %s" % (
-                          subset, ", PLDA adapted to it" if self.pipeline_.plda_adapt_
-                          is not None else "", ", ".join(
-                              line.replace(" ", " = ") for line in self.adapt_lines_[1:])))
+            reporter.log("Adaptation set (%s): centring mean from it%s; its domain shift "
+                         "(models.domain): %s" % (
+                             subset, ", PLDA adapted to it" if self.pipeline_.plda_adapt_
+                             is not None else "", ", ".join(
+                                 line.replace(" ", " = ") for line in self.adapt_lines_[1:])))
         return self
 
-    def _complexity(self, rows):
-        return [selection.trained_parameters(parse_candidate(r["candidate"]), r["lda_dim"],
-                                             self.n_features_in_, self.num_speakers_)
-                for r in rows]
-
-    def _choose(self, rows):
+    def _choose(self, rows, plan):
         """chosen_ from the full-budget rows by the selection rule, with the reasons logged."""
-        chosen, evidence = selection.choose(rows, self._complexity(rows), self.selection)
+        settings = plan.settings
+        chosen, evidence = selection.choose(rows, plan.complexity(rows), settings.selection)
         self.chosen_ = dict(rows[chosen])
         reference = next((i for i, r in enumerate(rows) if r["candidate"] == "cosine_raw"),
                          None)
@@ -336,30 +320,13 @@ class AutoBackend:
 
         lines, self.reason_lines_ = selection.describe_choice(rows, chosen, evidence, label,
                                                               reference)
-        self._log("Chose %s with LDA %s: held-out pAUC[%g,%g] %.4f, EER %.2f%%, "
-                  "minDCF(0.01) %.4f" % (self.chosen_["candidate"],
-                                         dim_label(self.chosen_["lda_dim"]), self.alpha,
-                                         self.beta, self.chosen_["pauc"],
-                                         100 * self.chosen_["eer"], self.chosen_["min_dcf"]))
+        plan.reporter.log("Chose %s with LDA %s: held-out pAUC[%g,%g] %.4f, EER %.2f%%, "
+                          "minDCF(0.01) %.4f" % (
+                              self.chosen_["candidate"], dim_label(self.chosen_["lda_dim"]),
+                              settings.alpha, settings.beta, self.chosen_["pauc"],
+                              100 * self.chosen_["eer"], self.chosen_["min_dcf"]))
         for line in lines:
-            self._log(line)
-
-    def task_progress(self, dim, k, index, total, done=None):
-        """The progress callable of task ``index`` of ``total`` (fold k at LDA dim): the
-        fraction of the pass is (tasks done + this task's fraction) / total; ``done`` is the
-        count shared by forked workers (None: ``index`` tasks are done)."""
-        hb = getattr(self, "_heartbeat", None)
-        if hb is None:
-            return None
-        where = "fold %d of %d, LDA %s" % (k + 1, self.num_folds, dim_label(dim))
-
-        def progress(step=None, fraction=None, **fields):
-            if step is None:
-                return hb.idle()
-            finished = index if done is None else done.value
-            hb.note(where=where, step=step, fraction=(finished + 0.95 * (fraction or 0.0))
-                    / total, **fields)
-        return progress
+            plan.reporter.log(line)
 
     @classmethod
     def from_parts(cls, pipeline, fusion, n_features_in):
