@@ -52,12 +52,12 @@ def main():
         c1 = os.times()
         chosen = plan.complexity(rows)
         from pauc_backend.models import selection
-        kept, evidence = selection.choose(rows, chosen, "1se")
+        kept, verdict = selection.choose([plan.evidence(rows)], chosen, "1se")
         print("\n%d speakers (%s): %.0f s wall, %.0f s CPU; kept %s at LDA %d, best %s at "
               "LDA %d" % (size, plan.subset, time.time() - t0, sum(c1[i] - c0[i]
                                                                   for i in range(4)),
                           rows[kept]["candidate"], rows[kept]["lda_dim"],
-                          rows[evidence["best"]]["candidate"], rows[evidence["best"]]["lda_dim"]),
+                          rows[verdict["best"]]["candidate"], rows[verdict["best"]]["lda_dim"]),
               flush=True)
         for r in rows:
             p = np.array([f["pauc"] for f in r["folds"]])

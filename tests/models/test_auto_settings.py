@@ -1,7 +1,8 @@
 """Issue 34 item 5: the cross-fitting reads a frozen Settings and reports through a Reporter,
 never the estimator, and returns what it decides. Run alone (no AutoBackend), it must rate
 every candidate, choose the same lambda and write the same lines and log as the estimator's
-own cross-fitting; the settings are the declared parameters, frozen and picklable."""
+own cross-fitting, and give the evidence its choice reads; the settings are the declared
+parameters, frozen and picklable."""
 
 import dataclasses
 import pickle
@@ -13,6 +14,7 @@ from pauc_backend.datasets import make_speaker_corpus
 from pauc_backend.models.auto import AutoBackend, parse_candidate
 from pauc_backend.models.auto import params as auto_params
 from pauc_backend.models.auto.crossfit import CrossFit
+from pauc_backend.models.auto.evidence import TRAINING_FOLDS
 from pauc_backend.models.auto.policy import make_plan
 from pauc_backend.models.auto.settings import Reporter, Settings
 
@@ -89,6 +91,13 @@ def test_the_cross_fitting_alone_decides_what_the_estimator_stores(data):
     for stage in (1, 2, 3):
         cross.add(stage, cross.run(stage))
     assert cross.rows_at() == model.cv_results_
+    # what the choice read: the training folds' evidence of the candidates rated on every fold
+    (evidence,) = model.evidence_
+    assert evidence.source == TRAINING_FOLDS == cross.evidence().source
+    assert list(evidence.rows) == [r for r in model.cv_results_ if r["budget"] == "full"]
+    assert list(cross.evidence().rows) == list(evidence.rows)
+    assert all(len(r["folds"]) == 4 for r in evidence.rows)
+    assert "4 speaker-disjoint folds" in evidence.trials
     assert cross.dplda_lambda is not None and cross.dplda_lambda == model.dplda_lambda_
     assert cross.lines == model.crossfit_
     assert any(line.startswith("screening ") for line in cross.lines)

@@ -60,7 +60,9 @@ class AutoBackend:
     of each training vector, -1 outside the cross-fitting subset), ``members_``,
     ``lda_dim_``, ``fusion_``, ``pipeline_``, ``crossfit_`` (what was screened, promoted and
     why, as text lines), ``dplda_lambda_`` (the discriminative PLDA's, None without it),
-    ``settings_`` (the frozen parameters of the fit, models.auto.settings).
+    ``settings_`` (the frozen parameters of the fit, models.auto.settings), ``evidence_``
+    (what the choice read: a list of models.auto.evidence.Evidence, today the training
+    folds' rows of the candidates rated on every fold, those of cv_results_).
     """
 
     def __init__(self, lda_dims=_D("lda_dims"), candidates=_D("candidates"),
@@ -261,7 +263,8 @@ class AutoBackend:
         full = [r for r in self.cv_results_ if r["budget"] == "full"]
         if not full:
             raise ValueError("no candidate could be rated")
-        self._choose(full, plan)
+        self.evidence_ = [plan.evidence(full)]
+        self._choose(self.evidence_, plan)
         name, dim = self.chosen_["candidate"], self.chosen_["lda_dim"]
         self.members_ = plan.members[name]
         self.lda_dim_ = dim
@@ -307,10 +310,12 @@ class AutoBackend:
                                  line.replace(" ", " = ") for line in self.adapt_lines_[1:])))
         return self
 
-    def _choose(self, rows, plan):
-        """chosen_ from the full-budget rows by the selection rule, with the reasons logged."""
+    def _choose(self, evidence, plan):
+        """chosen_ by the selection rule from the ``evidence`` (a list of Evidence, today the
+        training folds' full-budget rows), with the reasons logged."""
         settings = plan.settings
-        chosen, evidence = selection.choose(rows, plan.complexity(rows), settings.selection)
+        rows = list(evidence[0].rows)
+        chosen, verdict = selection.choose(evidence, plan.complexity(rows), settings.selection)
         self.chosen_ = dict(rows[chosen])
         reference = next((i for i, r in enumerate(rows) if r["candidate"] == "cosine_raw"),
                          None)
@@ -318,7 +323,7 @@ class AutoBackend:
         def label(i):
             return "%s (LDA %s)" % (rows[i]["candidate"], dim_label(rows[i]["lda_dim"]))
 
-        lines, self.reason_lines_ = selection.describe_choice(rows, chosen, evidence, label,
+        lines, self.reason_lines_ = selection.describe_choice(rows, chosen, verdict, label,
                                                               reference)
         plan.reporter.log("Chose %s with LDA %s: held-out pAUC[%g,%g] %.4f, EER %.2f%%, "
                           "minDCF(0.01) %.4f" % (

@@ -6,12 +6,14 @@ the promoted candidates) and says why, in the log and in lines for system.txt.
 
 It reads a frozen Settings and reports through a Reporter (models.auto.settings), never the
 estimator; what it decides is its own state, which the estimator reads: ``rows_at()`` (the
-rated rows, cv_results_), ``dplda_lambda`` (the discriminative PLDA's lambda, None without
+rated rows, cv_results_), ``evidence()`` (those rated on every fold as the selection reads
+them, models.auto.evidence), ``dplda_lambda`` (the discriminative PLDA's lambda, None without
 it), ``lines`` (what was screened and promoted and why, for system.txt: crossfit_)."""
 
 import numpy as np
 
 from pauc_backend.models import selection
+from pauc_backend.models.auto.evidence import training_folds
 from pauc_backend.models.auto.folds import (choose_dplda_lambda, dim_label, fold_task,
                                             run_fold_tasks, task_systems)
 from pauc_backend.models.auto.policy import (SCREEN_CANDIDATES, SCREEN_DIMS, Stage,
@@ -209,14 +211,14 @@ class CrossFit:
         rated = self.screen_rows
         if not rated:
             raise ValueError("PLDA and cosine could not be trained at any LDA dimension")
-        kept, evidence = selection.choose(rated, self.complexity(rated),
-                                          self.settings.selection)
-        best, row = rated[evidence["best"]], rated[kept]
-        if kept == evidence["best"]:
+        kept, verdict = selection.choose([self.evidence(rated)], self.complexity(rated),
+                                         self.settings.selection)
+        best, row = rated[verdict["best"]], rated[kept]
+        if kept == verdict["best"]:
             why = ("%s has the best held-out pAUC of the cheap systems (%.4f)"
                    % (row["candidate"], row["pauc"]))
         else:
-            diff, se = selection.paired(rated, evidence["best"], kept)
+            diff, se = selection.paired(rated, verdict["best"], kept)
             why = ("%s (%.4f) is the simplest of the cheap systems within one standard error "
                    "of the best, %s at LDA %s (%.4f, %.4f +- %.4f better)"
                    % (row["candidate"], row["pauc"], best["candidate"],
@@ -226,6 +228,14 @@ class CrossFit:
         return row["lda_dim"], "screened_lda_dims %s with %s; promoted LDA %s: %s" % (
             ",".join(dim_label(d) for d in self.dims), ",".join(self.stages[1].systems),
             dim_label(row["lda_dim"]), why)
+
+    def evidence(self, rows=None):
+        """The Evidence of the training folds (models.auto.evidence) of ``rows`` (None: the
+        candidates rated on every fold so far)."""
+        if rows is None:
+            rows = [r for r in self.rows_at() if r["budget"] == "full"]
+        return training_folds(rows, self.settings.num_folds, self.subset,
+                              self.settings.enroll_utts)
 
     def complexity(self, rows):
         """The trained parameters of each row's candidate (models.selection.complexity)."""
