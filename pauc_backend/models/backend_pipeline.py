@@ -32,8 +32,8 @@ import numpy as np
 
 from pauc_backend.models.auto.systems import (NORMS, SYSTEMS, base_system, canonical,  # noqa
                                               system)
-from pauc_backend.models.discriminative_plda import (DiscriminativePLDA, plda_quadratic_form,
-                                                     sample_training_trials)
+from pauc_backend.models.discriminative_plda import (DPLDA_LAMBDAS, DiscriminativePLDA,
+                                                     plda_quadratic_form, sample_training_trials)
 from pauc_backend.models import blocked
 from pauc_backend.models.class_stats import ClassStats
 from pauc_backend.models.lda import LDA
@@ -42,7 +42,6 @@ from pauc_backend.models.plda import PLDA
 from pauc_backend.models.preprocessing import normalize_length
 from pauc_backend.models.score_norm import blockwise_cohort_statistics, normalize_scores
 
-DPLDA_LAMBDAS = (300.0, 100.0, 30.0, 10.0)
 # ivector-adapt-plda's --within-covar-scale and --between-covar-scale in egs/sre16/v2 (and the
 # demo recipe); --mean-diff-scale is Kaldi's default 1.
 ADAPT_SCALES = (0.75, 0.25)

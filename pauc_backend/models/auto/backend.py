@@ -49,10 +49,10 @@ _D = auto_params.default
 class AutoBackend:
     """Cross-fitted choice of back-end (see the module doc); scikit-learn style.
 
-    Parameters: see models.auto.params (``help(pauc_backend.models.auto.params)``, or train-pauc-auto --help),
-    where each is declared with its default and allowed values. ``metric_params``: keyword
-    arguments of PaucMetric (defaults: models.auto.params.METRIC_OPTIONS, PaucMetric's own
-    but 500 iterations).
+    Parameters: see models.auto.params (``help(pauc_backend.models.auto.params)``, or
+    train-pauc-auto --help), where each is declared with its default and allowed values.
+    ``metric_params``: keyword arguments of PaucMetric (defaults:
+    models.auto.params.METRIC_OPTIONS, PaucMetric's own but 500 iterations).
 
     Learned: ``cv_results_`` (one dict per rated candidate and budget: "candidate",
     "lda_dim", "budget", mean "pauc", "pauc_001", "eer", "min_dcf" and "folds", the held-out
