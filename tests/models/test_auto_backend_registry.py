@@ -164,6 +164,16 @@ def test_the_declared_metric_bounds_are_the_models_own(param):
         param.name].default
 
 
+def test_the_earlier_import_path_is_an_alias_of_the_package():
+    from pauc_backend.models import auto
+    from pauc_backend.models.auto_backend import AutoBackend as Alias
+    assert Alias is AutoBackend is auto.AutoBackend
+    for name in auto.__all__:               # every lazily exported name resolves
+        assert getattr(auto, name) is not None
+    with pytest.raises(AttributeError):
+        auto.no_such_name
+
+
 def test_a_stored_model_with_the_old_key_cosine_still_reads(tmp_path):
     from pauc_backend.datasets import make_speaker_corpus
     from pauc_backend.persist.auto_backend import read_model_dir, write_model_dir

@@ -9,7 +9,12 @@ The package, by what each module does:
   estimator and by train-pauc-auto;
 * ``systems``: the systems (key, title, space, head), each defined once;
 * ``policy``: what is tried on which data at what budget (the cost model, the stages);
-* ``crossfit``: the state of one cross-fitting (stages decided, results added, ratings);
+* ``settings``: what the cross-fitting reads (``Settings``, frozen) and where it reports
+  (``Reporter``), instead of the estimator;
+* ``crossfit``: the state of one cross-fitting (stages decided, results added, ratings),
+  returning what it decides;
+* ``evidence``: held-out evidence as the choice reads it (``Evidence``: one source of
+  held-out trials; today the training folds);
 * ``folds``: the fold tasks, in this process or in forked workers;
 * ``store``: the held-out scores, kept as long as the rating needs them;
 * ``adapt``: what an unlabelled in-domain adaptation set changes.
@@ -27,6 +32,8 @@ _EXPORTS = {
     "parse_candidate": "systems", "candidate_title": "systems", "base_system": "systems",
     "dim_free": "systems",
     "dim_label": "folds",
+    "Settings": "settings", "Reporter": "settings",
+    "Evidence": "evidence", "TRAINING_FOLDS": "evidence",
 }
 
 __all__ = sorted(_EXPORTS)
