@@ -22,7 +22,7 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
 
 from auto_budget_iters import load_training  # noqa: E402
-from pauc_backend.models.auto_backend import AutoBackend  # noqa: E402
+from pauc_backend.models.auto import AutoBackend  # noqa: E402
 
 
 def main():
@@ -50,14 +50,14 @@ def main():
             model.add_fold_results(plan, stage, model.cross_fit_stage(plan, stage))
         rows = plan.rows_at()
         c1 = os.times()
-        chosen = model._complexity(rows)
+        chosen = plan.complexity(rows)
         from pauc_backend.models import selection
-        kept, evidence = selection.choose(rows, chosen, "1se")
+        kept, verdict = selection.choose([plan.evidence(rows)], chosen, "1se")
         print("\n%d speakers (%s): %.0f s wall, %.0f s CPU; kept %s at LDA %d, best %s at "
               "LDA %d" % (size, plan.subset, time.time() - t0, sum(c1[i] - c0[i]
                                                                   for i in range(4)),
                           rows[kept]["candidate"], rows[kept]["lda_dim"],
-                          rows[evidence["best"]]["candidate"], rows[evidence["best"]]["lda_dim"]),
+                          rows[verdict["best"]]["candidate"], rows[verdict["best"]]["lda_dim"]),
               flush=True)
         for r in rows:
             p = np.array([f["pauc"] for f in r["folds"]])

@@ -32,7 +32,7 @@ from pauc_backend.metrics import TrialScores  # noqa: E402
 from pauc_backend.metrics.bootstrap import (ClusterBootstrap,  # noqa: E402
                                             paired_bootstrap_statistics, paired_summary)
 from pauc_backend.metrics.registry import Setting  # noqa: E402
-from pauc_backend.models.auto_backend import AutoBackend, dim_label  # noqa: E402
+from pauc_backend.models.auto import AutoBackend, dim_label  # noqa: E402
 from pauc_backend.models.backend_pipeline import BackendPipeline  # noqa: E402
 
 REAL = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir,

@@ -23,9 +23,9 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from pauc_backend.kaldi_io import read_vector_table  # noqa: E402
-from pauc_backend.models.auto_backend import AutoBackend  # noqa: E402
-from pauc_backend.models.auto_params import DEFAULT_LDA_DIMS  # noqa: E402
-from pauc_backend.models.auto_systems import parse_candidate  # noqa: E402
+from pauc_backend.models.auto import AutoBackend  # noqa: E402
+from pauc_backend.models.auto.params import DEFAULT_LDA_DIMS  # noqa: E402
+from pauc_backend.models.auto.systems import parse_candidate  # noqa: E402
 from pauc_backend.models.backend_pipeline import BackendPipeline  # noqa: E402
 from pauc_backend.models.crossfit import trial_figures  # noqa: E402
 
@@ -154,7 +154,7 @@ def main():
             if not plan.store.has_columns(dim, mem):
                 plan.recompute(dim, mem)
             pooled, labels = plan.store.pooled(dim, mem)
-            fused = auto._fusion(auto.max_fusion_trials)(pooled, labels).transform(
+            fused = auto.settings_.fusion(auto.max_fusion_trials)(pooled, labels).transform(
                 scores[:, [needed.index(m) for m in mem]])
             rows.append((r, trial_figures(fused, lab, 0, 0.01)))
     for r, ev in sorted(rows, key=lambda x: -x[0]["pauc"]):

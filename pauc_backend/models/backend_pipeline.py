@@ -2,7 +2,7 @@
 
 The pipeline is recipes/etri's (egs/sre16/v2 without adaptation): the training mean
 (compute-vector-mean), LDA of the centred vectors (ivector-compute-lda; ``lda_dim=0``: no LDA,
-the identity), then the systems of ``models.auto_systems`` (their spaces and heads: raw cosine,
+the identity), then the systems of ``models.auto.systems`` (their spaces and heads: raw cosine,
 centred cosine, Kaldi's PLDA with num_utts, the discriminative PLDA, pAUCMetric on the
 length-normalised LDA vectors and on the PLDA latent vectors). Enrollment vectors may be
 speaker means of raw vectors (``num_utts`` > 1), as ETRI's. Every score is -S (eq. 1) or an
@@ -30,10 +30,10 @@ float32) exist only while that metric trains (in its own worker with ``n_jobs`` 
 
 import numpy as np
 
-from pauc_backend.models.auto_systems import (NORMS, SYSTEMS, base_system, canonical,  # noqa
+from pauc_backend.models.auto.systems import (NORMS, SYSTEMS, base_system, canonical,  # noqa
                                               system)
-from pauc_backend.models.discriminative_plda import (DiscriminativePLDA, plda_quadratic_form,
-                                                     sample_training_trials)
+from pauc_backend.models.discriminative_plda import (DPLDA_LAMBDAS, DiscriminativePLDA,
+                                                     plda_quadratic_form, sample_training_trials)
 from pauc_backend.models import blocked
 from pauc_backend.models.class_stats import ClassStats
 from pauc_backend.models.lda import LDA
@@ -42,7 +42,6 @@ from pauc_backend.models.plda import PLDA
 from pauc_backend.models.preprocessing import normalize_length
 from pauc_backend.models.score_norm import blockwise_cohort_statistics, normalize_scores
 
-DPLDA_LAMBDAS = (300.0, 100.0, 30.0, 10.0)
 # ivector-adapt-plda's --within-covar-scale and --between-covar-scale in egs/sre16/v2 (and the
 # demo recipe); --mean-diff-scale is Kaldi's default 1.
 ADAPT_SCALES = (0.75, 0.25)
@@ -64,7 +63,7 @@ class BackendPipeline:
     """Mean + LDA(lda_dim) + PLDA + the pAUCMetrics needed by ``systems``.
 
     ``metric_params``: keyword arguments of PaucMetric (alpha/beta/seed are set from here too).
-    ``systems``: keys of models.auto_systems, optionally with ``:as`` (AS-norm, module doc).
+    ``systems``: keys of models.auto.systems, optionally with ``:as`` (AS-norm, module doc).
     """
 
     def __init__(self, lda_dim=100, systems=tuple(s.key for s in SYSTEMS if not s.needs_adapt),

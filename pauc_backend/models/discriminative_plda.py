@@ -36,7 +36,12 @@ import math
 
 import numpy as np
 
-__all__ = ["DiscriminativePLDA", "plda_quadratic_form", "sample_training_trials"]
+__all__ = ["DiscriminativePLDA", "DPLDA_LAMBDAS", "plda_quadratic_form",
+           "sample_training_trials"]
+
+# The L2 weights of the pull to the PLDA tried by the automatic back-end's cross-fitting
+# (models.auto.params dplda_lambdas, models.backend_pipeline).
+DPLDA_LAMBDAS = (300.0, 100.0, 30.0, 10.0)
 
 
 def plda_quadratic_form(plda, num_utts=1):

@@ -133,6 +133,10 @@ class _PPAMetric:
         if not 0.0 <= self.validation_fraction < 1.0:
             raise ValueError("validation_fraction must be in [0, 1) (got %g)"
                              % self.validation_fraction)
+        if int(self.eval_every) < 1:
+            raise ValueError("eval_every must be >= 1 (got %d)" % self.eval_every)
+        if int(self.patience) < 0:
+            raise ValueError("patience must be >= 0 (got %d)" % self.patience)
         if self.criterion not in ("pauc", "eer"):
             raise ValueError("criterion must be 'pauc' or 'eer' (got %r)" % self.criterion)
         if not (self.scale == "auto" or (isinstance(self.scale, (int, float))

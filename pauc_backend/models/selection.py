@@ -1,7 +1,7 @@
 """Which cross-fitted candidate the automatic back-end keeps, and why.
 
 Every candidate (a system or fusion at an LDA dimension) has one held-out pAUC per fold of
-training speakers (models.auto_backend). Choosing the maximum of the fold means is optimistic
+training speakers (models.auto.backend). Choosing the maximum of the fold means is optimistic
 when the candidates are many and the folds few: a complex system can win by fold noise, and
 with few or out-of-domain training speakers it then generalises worse than a simple one. The
 rule here is the one-standard-error rule of Breiman, Friedman, Olshen & Stone (Classification
@@ -18,21 +18,34 @@ trials), so the difficulty shared by all systems on a fold cancels. "Simplest" i
 trained parameters (``trained_parameters``): raw cosine trains none; then the mean, the LDA,
 PLDA, the metrics, the discriminative PLDA, the AS-norm cohort and the fusion weights add
 theirs. Ties go to the better mean pAUC.
+
+The figures come from sources of held-out evidence (models.auto.evidence.Evidence: the
+training folds today; the module doc there says how another source plugs in). ``choose``
+reads a list of them and, today, takes exactly one: how several combine (issue 34: the
+in-domain evidence overriding the training folds, raw and centred cosine kept unless it shows
+a system better by more than its paired SE) is a rule to be written here, not a default.
 """
 
 import math
 
 import numpy as np
 
-from pauc_backend.models import auto_systems
+from pauc_backend.models.auto import systems as auto_systems
 
-__all__ = ["trained_parameters", "choose", "describe_choice"]
+__all__ = ["trained_parameters", "complexity", "choose", "describe_choice"]
 
 
 def trained_parameters(members, lda_dim, dim, num_speakers):
     """Number of numbers the candidate learns from the training data (see the module doc and
-    models.auto_systems.trained_parameters, where each system's count is derived)."""
+    models.auto.systems.trained_parameters, where each system's count is derived)."""
     return auto_systems.trained_parameters(members, lda_dim, dim, num_speakers)
+
+
+def complexity(rows, dim, num_speakers):
+    """``trained_parameters`` of each row's candidate (``"candidate"``, ``"lda_dim"``) on
+    vectors of dimension ``dim`` from ``num_speakers`` training speakers."""
+    return [trained_parameters(auto_systems.parse_candidate(r["candidate"]), r["lda_dim"],
+                               dim, num_speakers) for r in rows]
 
 
 def _fold_matrix(results):
@@ -46,13 +59,23 @@ def _se(values):
     return float(np.std(values, ddof=1) / math.sqrt(values.size))
 
 
-def choose(results, complexity, rule="1se"):
-    """Index of the kept row of ``results`` (each with per-fold ``folds`` figures) and a dict
-    of the evidence. ``complexity``: one number per row (smaller = simpler). ``rule``:
+def choose(evidence, complexity, rule="1se"):
+    """Index of the kept candidate (a row of the evidence's ``rows``) and the verdict, a
+    dict saying why ("best", "means", "fold_se", "within", "rule", "source").
+    ``evidence``: a list of models.auto.evidence.Evidence, today of one source (see the
+    module doc); ``complexity``: one number per candidate (smaller = simpler); ``rule``:
     "1se" (see the module doc) or "best" (the best mean held-out pAUC)."""
     if rule not in ("1se", "best"):
         raise ValueError("selection must be '1se' or 'best' (got %r)" % rule)
-    P = _fold_matrix(results)
+    if len(evidence) != 1:
+        raise ValueError("the selection reads one source of evidence, got %d (%s): the rule "
+                         "combining several is not written yet (models.selection)"
+                         % (len(evidence), ", ".join(e.source for e in evidence)))
+    source = evidence[0].check()
+    if len(complexity) != len(source.rows):
+        raise ValueError("%d complexities for %d candidates" % (len(complexity),
+                                                                len(source.rows)))
+    P = source.fold_matrix()
     means = P.mean(axis=1)
     best = int(np.argmax(means))                    # first of equal means
     diff = P[best][None, :] - P
@@ -65,7 +88,7 @@ def choose(results, complexity, rule="1se"):
     else:
         chosen = min(np.flatnonzero(within), key=lambda i: (complexity[i], -means[i], i))
     return chosen, {"best": best, "means": means, "fold_se": np.array([_se(p) for p in P]),
-                    "within": within, "rule": rule}
+                    "within": within, "rule": rule, "source": source.source}
 
 
 def paired(results, a, b):
@@ -75,18 +98,18 @@ def paired(results, a, b):
     return float(d.mean()), _se(d)
 
 
-def describe_choice(results, chosen, evidence, label, reference=None):
+def describe_choice(results, chosen, verdict, label, reference=None):
     """(log lines, system.txt lines) saying why ``chosen`` was kept: its held-out pAUC and
     fold SE, against the best (or, when it is the best, the runner-up) and against
     ``reference`` (the row of raw cosine, if rated), with the paired differences."""
-    means, se = evidence["means"], evidence["fold_se"]
-    best = evidence["best"]
+    means, se = verdict["means"], verdict["fold_se"]
+    best = verdict["best"]
     order = np.argsort(-means, kind="stable")
     other = best if chosen != best else (int(order[1]) if len(order) > 1 else None)
-    card = ["selection %s" % ("one-standard-error" if evidence["rule"] == "1se" else "best"),
+    card = ["selection %s" % ("one-standard-error" if verdict["rule"] == "1se" else "best"),
             "heldout_pauc_se %.6g" % se[chosen],
             "candidates_rated %d" % len(results),
-            "candidates_within_one_se %d" % int(evidence["within"].sum())]
+            "candidates_within_one_se %d" % int(verdict["within"].sum())]
     lines = []
     what = "%s (%.4f, fold SE %.4f)" % (label(chosen), means[chosen], se[chosen])
     if other is None:
@@ -96,11 +119,11 @@ def describe_choice(results, chosen, evidence, label, reference=None):
         reason = ("%s has the best held-out pAUC; the runner-up %s (%.4f, fold SE %.4f) is "
                   "%.4f +- %.4f (paired SE) below it"
                   % (what, label(other), means[other], se[other], d, d_se))
-        if evidence["rule"] == "1se":
+        if verdict["rule"] == "1se":
             reason += (" and no simpler candidate is within one SE of it"
-                       if int(evidence["within"].sum()) == 1 else
+                       if int(verdict["within"].sum()) == 1 else
                        "; it is also the simplest of the %d candidates within one SE"
-                       % int(evidence["within"].sum()))
+                       % int(verdict["within"].sum()))
         card += ["runner_up %s" % label(other), "runner_up_heldout_pauc %.6g" % means[other],
                  "runner_up_heldout_pauc_se %.6g" % se[other],
                  "chosen_minus_runner_up_pauc %.6g" % d, "chosen_minus_runner_up_se %.6g"
@@ -109,7 +132,7 @@ def describe_choice(results, chosen, evidence, label, reference=None):
         d, d_se = paired(results, other, chosen)
         reason = ("%s is the simplest of the %d candidates within one standard error of the "
                   "best, %s (%.4f, fold SE %.4f): the best is only %.4f +- %.4f (paired SE) "
-                  "better" % (what, int(evidence["within"].sum()), label(other),
+                  "better" % (what, int(verdict["within"].sum()), label(other),
                               means[other], se[other], d, d_se))
         card += ["best %s" % label(other), "best_heldout_pauc %.6g" % means[other],
                  "best_heldout_pauc_se %.6g" % se[other],

@@ -5,7 +5,7 @@
     train-pauc-auto --combine=<fold-dir> ... <model-dir>
 
 Job J of NJ does folds J, J+NJ, ... (1-based; NJ defaults to the number of folds, one fold
-per job). The stages are models.auto_policy's: 1 screens the LDA dimensions (the cheap systems
+per job). The stages are models.auto.policy's: 1 screens the LDA dimensions (the cheap systems
 at each, every fold), 2 screens the candidates at the promoted dimension (every system, on
 the screening folds), 3 cross-fits the promoted candidates on the other folds; a stage reads
 the previous one of every fold it ran on (it is defined by its ratings) and may have nothing
@@ -49,7 +49,7 @@ from pauc_backend.kaldi_io.codec import read_matrix_obj
 from pauc_backend.kaldi_io.commit import (claimed, committed_at_once, make_temp_dir,
                                           remove_stale_temp_dirs, replace_directory)
 from pauc_backend.kaldi_io.regular_files import read_regular
-from pauc_backend.models import auto_params
+from pauc_backend.models.auto import params as auto_params
 
 FORMAT = 2
 _MAX_INFO_BYTES = 1 << 24          # an info.json is a few kB; refuse anything absurd
@@ -88,7 +88,7 @@ def data_digest(X, y, groups=None):
 
 def run_digest(model, X, y, groups=None, X_adapt=None):
     """{"options": ..., "options_digest": sha256 of them, "data_digest": ...}; with an
-    adaptation set (its statistics move the held-out folds, models.auto_adapt) its digest
+    adaptation set (its statistics move the held-out folds, models.auto.adapt) its digest
     is among the options."""
     model.check_params()
     options = model_options(model)

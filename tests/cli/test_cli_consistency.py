@@ -71,3 +71,58 @@ def test_pytest_config_lives_only_in_pyproject():
     config.read(REPO / "setup.cfg")
     assert "tool:pytest" not in config.sections()
     assert "[tool.pytest.ini_options]" in (REPO / "pyproject.toml").read_text()
+
+
+# -- issue 34: the pAUC band and the pAUCMetric options, declared once ----------------------------
+def test_the_pauc_band_and_metric_options_are_declared_once():
+    """Every tool with the band (--pauc-alpha/--pauc-beta) or the pAUCMetric options (the tools
+    with --margin) has them as declared in models/auto/params.py (the same default, type and
+    range; train-pauc-auto's --num-iters is the automatic back-end's own budget, declared
+    there too), and no tool module registers one of them by its name."""
+    from pauc_backend.cli.framework.kaldi_cli import Tool
+    from pauc_backend.cli.options import pauc as pauc_options
+    from pauc_backend.models.auto import params
+    band = {p.option: p for p in params.BAND}
+    metric = {p.option: p for p in params.METRIC}
+    budget = {p.option: p for p in params.METRIC_OPTIONS}
+    having = {}
+    for name in TOOLS:
+        options = tool_object(name)._options
+        group = dict(band, **(metric if "margin" in options else {}))
+        for option, param in group.items():
+            if option not in options:
+                continue
+            having.setdefault(option, []).append(name)
+            if name == "train-pauc-auto" and option in budget:
+                param = budget[option]
+            reference = Tool("reference", "")
+            pauc_options.register(reference, param)
+            want, got = reference._options[option], options[option]
+            assert (got.default, got.kind, got.low, got.high) == \
+                (want.default, want.kind, want.low, want.high), (name, option)
+    assert sorted(having["pauc-alpha"]) == sorted(having["pauc-beta"]) == [
+        "compare-systems", "compute-eer-pauc", "plot-det-roc", "train-pauc-auto",
+        "train-pauc-metric"]
+    assert sorted(having["num-iters"]) == sorted(having["margin"]) == [
+        "train-pauc-auto", "train-pauc-metric"]
+    assert sorted(having["scale"]) == ["train-pauc-metric"]
+    for path in (REPO / "pauc_backend" / "cli").rglob("*.py"):
+        text = path.read_text()
+        names = list(band) + (list(metric) if path.stem in ("train_pauc_metric",
+                                                            "train_pauc_auto") else [])
+        for option in names:
+            assert not re.search(r"""register\(\s*["']%s["']""" % option, text), (path, option)
+
+
+@pytest.mark.parametrize("name", ["compare-systems", "compute-eer-pauc", "plot-det-roc",
+                                  "train-pauc-auto", "train-pauc-metric"])
+def test_every_tool_with_the_band_refuses_an_empty_band_before_any_input(name, tmp_path):
+    missing = [str(tmp_path / ("missing%d" % i)) for i in range(6)]
+    for count in range(1, 6):       # the right number of arguments (a wrong one: usage, 1)
+        proc = run_tool(name, "--pauc-alpha=0.02", "--pauc-beta=0.01", *missing[:count])
+        if proc.returncode != 1:
+            break
+    errors = [l for l in proc.stderr.decode().splitlines() if l.startswith("ERROR")]
+    assert proc.returncode == 255 and len(errors) == 1, proc.stderr.decode()
+    assert "Invalid values --pauc-alpha=0.02 --pauc-beta=0.01: need alpha < beta" in errors[0]
+    assert "missing" not in errors[0]

@@ -293,7 +293,7 @@ def test_a_model_directory_written_inside_an_output_group_is_complete(tmp_path):
     before that rename: the directory is complete and readable when the group ends."""
     import numpy as np
     from pauc_backend.kaldi_io.commit import output_group
-    from pauc_backend.models.auto_backend import AutoBackend
+    from pauc_backend.models.auto import AutoBackend
     from pauc_backend.persist.auto_backend import read_model_dir, write_model_dir
 
     rng = np.random.default_rng(0)

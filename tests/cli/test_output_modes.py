@@ -15,9 +15,9 @@ from conftest import BIN, REPO, tool_env
 MODEL_SCRIPT = r"""
 import sys
 import numpy as np
-from pauc_backend.models.auto_backend import AutoBackend
+from pauc_backend.models.auto import AutoBackend
 from pauc_backend.persist.auto_backend import write_model_dir
-from pauc_backend.models.auto_policy import Stage
+from pauc_backend.models.auto.policy import Stage
 from pauc_backend.persist.auto_folds import write_fold_outputs
 rng = np.random.default_rng(0)
 X = np.repeat(rng.normal(size=(12, 6)) * 2, 8, axis=0) + rng.normal(size=(96, 6))

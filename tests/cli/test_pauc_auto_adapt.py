@@ -17,7 +17,7 @@ import pytest
 from conftest import SHARED, run_tool
 from pauc_backend.datasets import make_speaker_corpus
 from pauc_backend.kaldi_io import write_vector_table
-from pauc_backend.models.auto_backend import AutoBackend
+from pauc_backend.models.auto import AutoBackend
 from pauc_backend.persist.auto_backend import write_model_dir
 
 from prerequisites import need

@@ -11,7 +11,7 @@ from conftest import run_shell, run_tool
 from pauc_backend import metrics
 from pauc_backend.datasets import make_speaker_corpus
 from pauc_backend.kaldi_io import read_vector, read_vector_table, write_vector_table
-from pauc_backend.models.auto_backend import AutoBackend
+from pauc_backend.models.auto import AutoBackend
 
 FAST = ["--num-iters=60", "--batch-size=50", "--lda-dims=8", "--num-folds=3",
         "--candidates=plda,pauc_lnorm,plda+pauc_latent"]

@@ -111,7 +111,7 @@ def test_the_fold_pool_is_closed_not_terminated_when_every_fold_is_done(monkeypa
     import multiprocessing.pool
     import numpy as np
     from pauc_backend.datasets import make_speaker_corpus
-    from pauc_backend.models.auto_backend import AutoBackend
+    from pauc_backend.models.auto import AutoBackend
     calls = []
     terminate, close = multiprocessing.pool.Pool.terminate, multiprocessing.pool.Pool.close
     monkeypatch.setattr(multiprocessing.pool.Pool, "terminate",

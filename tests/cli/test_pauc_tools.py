@@ -143,6 +143,20 @@ def test_bad_options_are_one_error_line(data, option, text):
     assert not (tmp / "metric").exists()
 
 
+def test_zero_iterations_are_refused_by_the_option_before_any_input(tmp_path):
+    """Issue 34: --num-iters=0 passed the option's bound (>= 0) and was refused by the model
+    in other words ("num_iters must be >= 1"); the declared bound is the model's, so the
+    option itself is the error, named as given, and --help states it."""
+    proc = run_tool("train-pauc-metric", "--num-iters=0", "ark:%s" % (tmp_path / "missing"),
+                    "ark:%s" % (tmp_path / "missing.ark"), tmp_path / "metric")
+    errors = [l for l in proc.stderr.decode().splitlines() if l.startswith("ERROR")]
+    assert proc.returncode == 255 and len(errors) == 1, proc.stderr.decode()
+    assert "Invalid value --num-iters=0: must be >= 1" in errors[0]
+    assert "missing" not in errors[0] and not (tmp_path / "metric").exists()
+    text = run_tool("train-pauc-metric", "--help").stdout.decode()
+    assert re.search(r"--num-iters .*default = 1000; >= 1\)", text)
+
+
 def test_no_usable_speaker_is_an_error(data):
     tmp = data[0]
     (tmp / "spk2utt").write_text("a s000-u00\nb s001-u00\n")

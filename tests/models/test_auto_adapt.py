@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from pauc_backend.datasets import make_speaker_corpus
-from pauc_backend.models.auto_adapt import adapt_rows, adapted_candidates
-from pauc_backend.models.auto_backend import AutoBackend
-from pauc_backend.models.auto_params import DEFAULT_CANDIDATES
+from pauc_backend.models.auto.adapt import adapt_rows, adapted_candidates
+from pauc_backend.models.auto import AutoBackend
+from pauc_backend.models.auto.params import DEFAULT_CANDIDATES
 from pauc_backend.models.backend_pipeline import BackendPipeline
 from pauc_backend.models.plda import PLDA
 from pauc_backend.persist.auto_backend import read_model_dir, write_model_dir

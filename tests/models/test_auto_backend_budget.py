@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from pauc_backend.datasets import make_speaker_corpus
-from pauc_backend.models.auto_backend import AutoBackend
-from pauc_backend.models.auto_policy import crossfit_rows
+from pauc_backend.models.auto import AutoBackend
+from pauc_backend.models.auto.policy import crossfit_rows
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ from conftest import SHARED, need
 from test_auto_backend_reference import brute_pauc, paired, unit
 
 from pauc_backend.kaldi_io import read_token_vector_table, read_vector_table
-from pauc_backend.models.auto_backend import AutoBackend
+from pauc_backend.models.auto import AutoBackend
 
 TIMIT = SHARED / "realdata" / "timit-ge2e"
 

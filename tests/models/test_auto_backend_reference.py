@@ -33,7 +33,7 @@ import numpy as np
 import pytest
 
 from pauc_backend.datasets import make_speaker_corpus
-from pauc_backend.models.auto_backend import AutoBackend
+from pauc_backend.models.auto import AutoBackend
 
 ALPHA, BETA = 0.0, 0.01
 

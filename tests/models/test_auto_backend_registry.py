@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from conftest import run_tool
-from pauc_backend.models import auto_params, auto_systems
-from pauc_backend.models.auto_backend import AutoBackend
+from pauc_backend.models.auto import params as auto_params, systems as auto_systems
+from pauc_backend.models.auto import AutoBackend
 from pauc_backend.models.metric_learning import PaucMetric
 
 
@@ -130,6 +130,48 @@ def test_the_pauc_band_is_named_as_in_the_other_tools_and_the_old_names_still_wo
     proc = run_tool("train-pauc-auto", "--alpha=0.02", "--pauc-beta=0.01", "ark:/nonexistent",
                     "ark:/nonexistent", tmp_path / "m")
     assert proc.returncode == 255 and b"alpha < beta" in proc.stderr
+
+
+@pytest.mark.parametrize("param", [p for p in auto_params.BAND + auto_params.METRIC
+                                   if p.bounds], ids=lambda p: p.name)
+def test_the_declared_metric_bounds_are_the_models_own(param):
+    """The one declaration of the band and of pAUCMetric's options (models/auto/params.py,
+    every tool's options) allows exactly what PaucMetric.check_params allows: each bound's
+    value just outside is refused by the model, the bound itself (or just inside an open
+    one) is accepted. Issue 34: train-pauc-metric's --num-iters allowed 0, the model not."""
+    for bound in param.bounds:
+        op = bound.rstrip("0123456789.e-+")
+        limit = float(bound[len(op):])
+        step = 1 if param.kind == "int" else 1e-6
+        outside = {">=": limit - step, ">": limit, "<=": limit + step, "<": limit}[op]
+        inside = {">=": limit, ">": limit + step, "<=": limit, "<": limit - step}[op]
+        if param.kind == "int":
+            outside, inside = int(outside), int(inside)
+        values = {"alpha": 0.0, "beta": 0.01}
+        for value, ok in ((outside, False), (inside, True)):
+            values[param.name] = value
+            if param.name == "alpha" and value >= values["beta"]:
+                values["beta"] = min(1.0, value + 0.01)
+            if param.name == "beta" and value <= values["alpha"]:
+                continue                       # the band's own check (alpha < beta)
+            model = PaucMetric(**values)
+            if ok:
+                model.check_params()
+            else:
+                with pytest.raises(ValueError):
+                    model.check_params()
+    assert param.default == inspect.signature(PaucMetric.__init__).parameters[
+        param.name].default
+
+
+def test_the_earlier_import_path_is_an_alias_of_the_package():
+    from pauc_backend.models import auto
+    from pauc_backend.models.auto_backend import AutoBackend as Alias
+    assert Alias is AutoBackend is auto.AutoBackend
+    for name in auto.__all__:               # every lazily exported name resolves
+        assert getattr(auto, name) is not None
+    with pytest.raises(AttributeError):
+        auto.no_such_name
 
 
 def test_a_stored_model_with_the_old_key_cosine_still_reads(tmp_path):

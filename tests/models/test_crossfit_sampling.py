@@ -8,7 +8,7 @@ from scipy import stats
 
 from pauc_backend import metrics
 from pauc_backend.datasets import make_speaker_corpus
-from pauc_backend.models.auto_backend import AutoBackend
+from pauc_backend.models.auto import AutoBackend
 from pauc_backend.models.crossfit import HeldOutTrials
 
 

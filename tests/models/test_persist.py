@@ -12,7 +12,7 @@ SCRIPT = r'''
 import sys
 import numpy as np
 from pauc_backend.datasets import make_speaker_corpus
-from pauc_backend.models.auto_backend import AutoBackend
+from pauc_backend.models.auto import AutoBackend
 from pauc_backend.models.calibration import LinearCalibration, LinearFusion
 from pauc_backend.persist.auto_backend import read_model_dir, write_model_dir
 from pauc_backend.persist.calibration import read_calibration, write_calibration

@@ -5,7 +5,7 @@ import sys
 
 from pauc_backend.cli.framework.kaldi_cli import Tool
 from pauc_backend.cli.framework.speaker_tables import read_utt2spk
-from pauc_backend.cli.options import evaluation as extras
+from pauc_backend.cli.options import evaluation as extras, pauc as pauc_options
 from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io.keyed import KeySpace, PairTable, join_columns, read_labelled_trials
 from pauc_backend.metrics.bootstrap import (ClusterBootstrap, bootstrap_columns,
@@ -40,10 +40,7 @@ tool.register("utt2spk", "", "Clusters by speaker: rspecifier of a table <key> <
 tool.register("p-target", "0.01", "Prior(s) of a target trial for minDCF, comma-separated")
 tool.register("c-miss", 1.0, "Cost of a miss (minDCF)", bounds=(">0",))
 tool.register("c-fa", 1.0, "Cost of a false alarm (minDCF)", bounds=(">0",))
-tool.register("pauc-alpha", 0.0, "Lower end of the false-positive-rate band of the pAUC",
-              bounds=(">=0", "<1"))
-tool.register("pauc-beta", 0.01, "Upper end of the false-positive-rate band of the pAUC",
-              bounds=(">0", "<=1"))
+pauc_options.register_band(tool)
 tool.register("report", "table", "What to print: table (Markdown rows) or json",
               choices=("table", "json"))
 tool.register("name-a", "A", "Name of system A in the report")
@@ -53,7 +50,7 @@ tool.register("llr", False, "Scores are calibrated log-likelihood ratios: also c
 extras.register_allow_partial(tool)
 
 
-tool.check(extras.check_band_and_priors)
+tool.check(extras.check_priors)
 
 
 def _setting(opts, p_targets):

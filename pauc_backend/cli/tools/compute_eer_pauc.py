@@ -2,7 +2,7 @@
 
 import sys
 
-from pauc_backend.cli.options import evaluation as extras
+from pauc_backend.cli.options import evaluation as extras, pauc as pauc_options
 from pauc_backend.cli.framework.kaldi_cli import Tool, format_float
 from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io.keyed import KeySpace, keyed_score_labels, read_labelled_trials
@@ -29,10 +29,7 @@ e.g.: paste data/trials scores | awk '{print $6, $3}' | compute-eer-pauc -
 """
 
 tool = Tool("compute-eer-pauc", USAGE)
-tool.register("pauc-alpha", 0.0, "Lower end of the false-positive-rate band of the pAUC",
-              bounds=(">=0", "<1"))
-tool.register("pauc-beta", 0.01, "Upper end of the false-positive-rate band of the pAUC",
-              bounds=(">0", "<=1"))
+pauc_options.register_band(tool)
 tool.register("p-target", "0.01", "Prior(s) of a target trial for minDCF (and actDCF), "
               "comma-separated, e.g. 0.01,0.005")
 tool.register("c-miss", 1.0, "Cost of a miss (minDCF, actDCF)", bounds=(">0",))
@@ -49,7 +46,7 @@ tool.register("roc-plot", "", "Write a ROC plot with the pAUC band shaded here (
 extras.register_options(tool)
 
 
-tool.check(extras.check_band_and_priors)
+tool.check(extras.check_priors)
 
 
 def _log_kaldi(summary, opts):

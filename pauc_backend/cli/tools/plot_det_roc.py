@@ -1,6 +1,7 @@
 """plot-det-roc: DET and ROC curves of several systems on one trial list (paper, Figs. 7, 9)."""
 
 from pauc_backend.cli.framework.kaldi_cli import Tool, UsageError
+from pauc_backend.cli.options import pauc as pauc_options
 from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io.keyed import KeySpace, keyed_score_labels, read_labelled_trials
 from pauc_backend.metrics import TrialScores
@@ -19,10 +20,7 @@ tool = Tool("plot-det-roc", USAGE)
 tool.register("output", "det.png", "Where to write the DET plot (.png or .pdf)")
 tool.register("output-roc", "", "Where to write the ROC plot (.png or .pdf); empty: no ROC plot")
 tool.register("title", "", "Title of the plots (default: 'DET curve' and 'ROC curve')")
-tool.register("pauc-alpha", 0.0, "Lower end of the false-positive-rate band shaded on the ROC",
-              bounds=(">=0", "<1"))
-tool.register("pauc-beta", 0.01, "Upper end of the false-positive-rate band shaded on the ROC",
-              bounds=(">0", "<=1"))
+pauc_options.register_band(tool, "shaded on the ROC")
 tool.register("p-target", 0.01, "Prior of a target trial for the minDCF point", bounds=(">0", "<1"))
 tool.register("c-miss", 1.0, "Cost of a miss (minDCF)", bounds=(">0",))
 tool.register("c-fa", 1.0, "Cost of a false alarm (minDCF)", bounds=(">0",))

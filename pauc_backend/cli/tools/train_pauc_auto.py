@@ -13,10 +13,11 @@ from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import read_token_table, read_vector_table
 from pauc_backend.kaldi_io.commit import claim_outputs
 from pauc_backend.kaldi_io.streams import check_writable
-from pauc_backend.models import auto_params
-from pauc_backend.models.auto_backend import AutoBackend, dim_label
-from pauc_backend.models.auto_adapt import check_candidates
-from pauc_backend.models.auto_systems import help_text as systems_help
+from pauc_backend.cli.options import pauc as pauc_options
+from pauc_backend.models.auto import params as auto_params
+from pauc_backend.models.auto import AutoBackend, dim_label
+from pauc_backend.models.auto.adapt import check_candidates
+from pauc_backend.models.auto.systems import help_text as systems_help
 from pauc_backend.models.domain import TrainingDomain, is_out_of_domain
 from pauc_backend.cli.framework.domain_check import describe_shift
 
@@ -97,11 +98,9 @@ e.g.: train-pauc-auto --enroll-utts=3 scp:data/train/xvector.scp ark:data/train/
 """ % {"systems": systems_help()}
 
 tool = Tool("train-pauc-auto", USAGE)
-for _param in auto_params.options():      # declared once, in models/auto_params.py
-    _value = auto_params.option_text(_param)
-    tool.register(_param.option, _value, _param.help,
-                  kind={"int": int, "float": float}.get(_param.kind, type(_value)),
-                  choices=_param.choices, bounds=_param.bounds, aliases=_param.aliases)
+for _param in auto_params.options():      # declared once, in models/auto/params.py
+    pauc_options.register(tool, _param)
+tool.check(pauc_options.check_band)
 tool.register("utt2group", "", "Optional table utterance -> group (e.g. the recording stretch "
               "a segment was cut from); with --enroll-utts=0 two vectors of one group are never "
               "paired in the held-out trials, as evaluation lists often exclude such pairs")

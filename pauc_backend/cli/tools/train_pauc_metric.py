@@ -3,6 +3,7 @@
 import numpy as np
 
 from pauc_backend.cli.framework.kaldi_cli import Progress, Tool, format_float
+from pauc_backend.cli.options import pauc as pauc_options
 from pauc_backend.cli.framework.speaker_tables import as_spk2utt, gather_speakers
 from pauc_backend.cli.framework.vector_input import check_finite
 from pauc_backend.errors import KaldiError
@@ -40,30 +41,9 @@ e.g.: train-pauc-metric --write-transform=exp/metric.mat ark:data/train/spk2utt 
 tool = Tool("train-pauc-metric", USAGE)
 tool.register("loss", "pauc", "Loss: pauc (pAUCMetric, tetrad constraints, eq. 8) or triplet "
               "(TripletMetric, eq. 17)", choices=("pauc", "triplet"))
-tool.register("pauc-alpha", 0.0, "Lower end of the false-alarm range of the pAUC (alpha)",
-              bounds=(">=0", "<1"))
-tool.register("pauc-beta", 0.01, "Upper end of the false-alarm range of the pAUC (beta)",
-              bounds=(">0", "<=1"))
-tool.register("margin", 1.5, "Hinge margin delta (eq. 8)", bounds=(">=0",))
-tool.register("gamma", 0.5, "Weight gamma of the mean target distance (eq. 9)", bounds=(">=0",))
-tool.register("mu", 1e-3, "Weight mu of the LogDet regulariser tr(M) - logdet(M) (eq. 9)",
-              bounds=(">=0",))
-tool.register("eta", 1.0, "Step size eta of the proximal point update (Alg. 1; paper: 10)",
-              bounds=(">0",))
-tool.register("batch-size", 500, "Speakers per mini-batch (s), two vectors each", bounds=(">=2",))
-tool.register("num-iters", 1000, "Maximum number of iterations", bounds=(">=0",))
+pauc_options.register_band(tool, "of the pAUC the metric maximises")
+pauc_options.register_metric(tool)          # declared once, in models/auto/params.py
 tool.register("seed", 0, "Seed of the random batches and held-out speakers")
-tool.register("scale", "auto", "Multiply the vectors internally by this factor; auto: so "
-              "that the mean squared distance between two training vectors is 2")
-tool.register("average", True, "Return the running mean of the iterates instead of the last")
-tool.register("validation-fraction", 0.0, "Fraction of speakers held out to choose the number "
-              "of iterations (0: run --num-iters on all speakers, as the paper)",
-              bounds=(">=0", "<1"))
-tool.register("eval-every", 10, "Evaluate the held-out speakers every this many iterations",
-              bounds=(">=1",))
-tool.register("patience", 30, "Stop after this many evaluations without improvement (0: never)",
-              bounds=(">=0",))
-tool.register("refit", True, "Retrain on all speakers for the chosen number of iterations")
 tool.register("auto-tune", False, "Search margin, gamma, mu and eta on held-out speakers first")
 tool.register("auto-tune-trials", 12, "Number of settings tried by --auto-tune", bounds=(">=1",))
 tool.register("log-every", 100, "Log the objective (eq. 7) and training pAUC this often",
@@ -76,32 +56,10 @@ tool.register("write-transform", "", "Also write A (A^T A = M) as a float matrix
 tool.register("binary", True, "Write output in binary mode")
 
 
-@tool.check
-def _scale(opts):
-    """--scale: auto or a positive number; --pauc-alpha < --pauc-beta."""
-    if not opts.pauc_alpha < opts.pauc_beta:
-        raise KaldiError("Invalid values --pauc-alpha=%s --pauc-beta=%s: need alpha < beta"
-                         % (opts.pauc_alpha, opts.pauc_beta))
-    if opts.scale == "auto":
-        return "auto"
-    try:
-        scale = float(opts.scale)
-    except ValueError:
-        scale = float("nan")
-    if not scale > 0 or scale == float("inf"):
-        raise KaldiError("Invalid value --scale=%s: must be auto or a positive number"
-                         % opts.scale)
-    return scale
-
-
 def make_estimator(opts, callback=None):
     cls = {"pauc": PaucMetric, "triplet": TripletMetric}[opts.loss]
-    scale = _scale(opts)
-    model = cls(alpha=opts.pauc_alpha, beta=opts.pauc_beta, delta=opts.margin,
-                gamma=opts.gamma, mu=opts.mu, eta=opts.eta, batch_size=opts.batch_size,
-                num_iters=opts.num_iters, scale=scale, average=opts.average,
-                validation_fraction=opts.validation_fraction, eval_every=opts.eval_every,
-                patience=opts.patience, refit=opts.refit, random_state=opts.seed,
+    model = cls(alpha=opts.pauc_alpha, beta=opts.pauc_beta,
+                **pauc_options.metric_keywords(opts), random_state=opts.seed,
                 callback=callback)
     try:
         model.check_params()

@@ -1,33 +1,47 @@
-"""The state of one cross-fitting of pAUCMetric (auto): its plan (models.auto_policy), the
-stages as they are decided, the store of held-out scores (models.auto_store) and the rated
-rows. It runs a stage's fold tasks (models.auto_folds), adds their results, rates each LDA
+"""The state of one cross-fitting of pAUCMetric (auto): its plan (models.auto.policy), the
+stages as they are decided, the store of held-out scores (models.auto.store) and the rated
+rows. It runs a stage's fold tasks (models.auto.folds), adds their results, rates each LDA
 dimension as soon as every fold of it is in, decides the next stage (the promoted dimension,
-the promoted candidates) and says why, in the log and in lines for system.txt."""
+the promoted candidates) and says why, in the log and in lines for system.txt.
+
+It reads a frozen Settings and reports through a Reporter (models.auto.settings), never the
+estimator; what it decides is its own state, which the estimator reads: ``rows_at()`` (the
+rated rows, cv_results_), ``evidence()`` (those rated on every fold as the selection reads
+them, models.auto.evidence), ``dplda_lambda`` (the discriminative PLDA's lambda, None without
+it), ``lines`` (what was screened and promoted and why, for system.txt: crossfit_)."""
 
 import numpy as np
 
 from pauc_backend.models import selection
-from pauc_backend.models.auto_folds import (choose_dplda_lambda, dim_label, fold_task,
+from pauc_backend.models.auto.evidence import training_folds
+from pauc_backend.models.auto.folds import (choose_dplda_lambda, dim_label, fold_task,
                                             run_fold_tasks, task_systems)
-from pauc_backend.models.auto_policy import (SCREEN_CANDIDATES, SCREEN_DIMS, Stage,
+from pauc_backend.models.auto.policy import (SCREEN_CANDIDATES, SCREEN_DIMS, Stage,
                                              promoted_stage, second_stage)
-from pauc_backend.models.auto_store import HeldOutStore
-from pauc_backend.models.auto_systems import base_system, dim_free, parse_candidate
+from pauc_backend.models.auto.store import HeldOutStore
+from pauc_backend.models.auto.systems import base_system, dim_free, parse_candidate
 
 __all__ = ["CrossFit"]
 
 
 class CrossFit:
-    """One cross-fitting of the estimator ``est`` (an AutoBackend) on ``plan``: the plan's
+    """One cross-fitting on ``plan`` (models.auto.policy.make_plan) with ``settings``,
+    reporting to ``reporter`` (models.auto.settings); ``make_pipeline(lda_dim, systems,
+    seed)`` builds each fold task's pipeline (default ``settings.pipeline``). The plan's
     attributes are this object's (X, y, members, trials, dims, stages, done, ...)."""
 
-    def __init__(self, est, plan):
-        self.est = est
+    def __init__(self, settings, reporter, plan, make_pipeline=None):
+        self.settings = settings
+        self.reporter = reporter
+        self.make_pipeline = make_pipeline or settings.pipeline
         self.plan = plan
         self.__dict__.update(vars(plan))
-        self.store = HeldOutStore([t.is_target for t in plan.trials], est.alpha, est.beta)
+        self.store = HeldOutStore([t.is_target for t in plan.trials], settings.alpha,
+                                  settings.beta)
         self.rows = {}               # (candidate, lda_dim, budget) -> row of cv_results_
         self.screen_rows = []        # the cheap systems at each dimension, candidates or not
+        self.dplda_lambda = None     # the discriminative PLDA's, once chosen
+        self.lines = ["crossfit_data %s" % plan.subset]      # for system.txt (crossfit_)
 
     def train_rows(self, fold):
         return self.plan.train_rows(fold)
@@ -50,9 +64,12 @@ class CrossFit:
             self.need_folds(stage - 1)
             previous = self.stages[stage - 1]
             if stage == 2 and previous.name == SCREEN_DIMS:
-                self.stages[2] = second_stage(self.est, self, self._screened_dim())
+                dim, line = self._screened_dim()
+                self.lines.append(line)
+                self.stages[2] = second_stage(self.settings, self, dim)
             elif previous.name == SCREEN_CANDIDATES:
-                self.stages[stage] = self._promote(previous)
+                self.stages[stage], line = self._promote(previous)
+                self.lines.append(line)
             else:
                 self.stages[stage] = Stage("nothing left", [], ())
         return self.stages[stage]
@@ -69,21 +86,17 @@ class CrossFit:
         """Held-out results of ``stage`` on ``folds`` (0-based; None: all), in n_jobs
         processes if > 1: an iterator of ((dim, fold), figures, kept scores, errors), dims
         outer, folds inner, as they come. Nothing is stored (``add`` does)."""
-        est = self.est
+        settings, reporter = self.settings, self.reporter
         work = self.stage_work(stage)
-        folds = [k for k in (range(est.num_folds) if folds is None else sorted(folds))
+        folds = [k for k in (settings.every_fold if folds is None else sorted(folds))
                  if k in work.folds]
         tasks = [(dim, k) for dim in work.dims for k in folds] if work.systems else []
-        hb = est._heartbeat
-        if hb is not None:
-            hb.begin()
-        if int(est.n_jobs) > 1 and len(tasks) > 1:
-            if hb is not None:
-                hb.idle()                      # the workers report
-            results = run_fold_tasks(est, self, work, tasks, int(est.n_jobs))
+        reporter.begin()
+        if int(settings.n_jobs) > 1 and len(tasks) > 1:
+            reporter.idle()                    # the workers report
+            results = run_fold_tasks(self, work, tasks, int(settings.n_jobs))
         else:
-            results = (fold_task(est, self, work, dim, k,
-                                 est.task_progress(dim, k, i, len(tasks)))
+            results = (fold_task(self, work, dim, k, self.task_progress(dim, k, i, len(tasks)))
                        for i, (dim, k) in enumerate(tasks))
         # every result is drawn, the last one too: the pool's iterator must run to its end,
         # where the pool is closed and joined (zip(tasks, results) left it suspended after
@@ -91,8 +104,13 @@ class CrossFit:
         # SIGTERM to idle workers in every run)
         for i, result in enumerate(results):
             yield (tasks[i],) + tuple(result)
-        if hb is not None:
-            hb.idle()
+        reporter.idle()
+
+    def task_progress(self, dim, k, index, total, done=None):
+        """The progress callable of task ``index`` of ``total`` (fold k at LDA dim;
+        Reporter.task_progress), None without progress lines."""
+        return self.reporter.task_progress("fold %d of %d, LDA %s" % (
+            k + 1, self.settings.num_folds, dim_label(dim)), index, total, done)
 
     def add(self, stage, results):
         """Store the results of ``run`` (of one job, or of all); rate each dimension as soon
@@ -108,24 +126,23 @@ class CrossFit:
             if seen[dim] >= set(work.folds):
                 self._dimension_done(work, dim)
         if not work.systems or not work.dims:
-            self.done[stage] = set(range(self.est.num_folds))
+            self.done[stage] = set(self.settings.every_fold)
         for (dim, what), (k, err) in sorted(failed.items()):
-            self.est._log("LDA %s: %s could not be trained (fold %d: %s); skipped"
-                          % (dim_label(dim), what, k + 1, err))
+            self.reporter.log("LDA %s: %s could not be trained (fold %d: %s); skipped"
+                              % (dim_label(dim), what, k + 1, err))
 
     def _dimension_done(self, work, dim):
-        est = self.est
-        est._log("Cross-fitted %s at LDA %s on %s"
-                 % (", ".join(task_systems(work, dim)), dim_label(dim),
-                    "%d folds" % est.num_folds if len(work.folds) == est.num_folds else
-                    "fold%s %s of %d" % ("s" if len(work.folds) > 1 else "",
-                                         ",".join(str(k + 1) for k in work.folds),
-                                         est.num_folds)))
-        if any(base_system(s) == "dplda" for s in work.systems):
-            best = choose_dplda_lambda(self.store, dim, est._log, est.alpha, est.beta,
-                                       work.folds, work.lambdas is None)
+        s, log = self.settings, self.reporter.log
+        log("Cross-fitted %s at LDA %s on %s"
+            % (", ".join(task_systems(work, dim)), dim_label(dim),
+               "%d folds" % s.num_folds if len(work.folds) == s.num_folds else
+               "fold%s %s of %d" % ("s" if len(work.folds) > 1 else "",
+                                    ",".join(str(k + 1) for k in work.folds), s.num_folds)))
+        if any(base_system(name) == "dplda" for name in work.systems):
+            best = choose_dplda_lambda(self.store, dim, log, s.alpha, s.beta, work.folds,
+                                       work.lambdas is None)
             if best is not None:
-                est.dplda_lambda_ = best
+                self.dplda_lambda = best
         self._rate(dim, work)
         if work.name == SCREEN_DIMS:
             for name in work.systems:     # the screened systems, candidates or not
@@ -140,8 +157,8 @@ class CrossFit:
         every fold ("full"), else, once, on the folds of a candidate screening ("screen").
         The fusions are rated in ``n_jobs`` forked processes (the store reaches them by the
         fork); the rows are the same whatever ``n_jobs``."""
-        est, store = self.est, self.store
-        every = tuple(range(est.num_folds))
+        s, reporter, store = self.settings, self.reporter, self.store
+        every = s.every_fold
         todo = []
         for name, mem in self.members.items():
             free = dim_free(mem)
@@ -155,25 +172,24 @@ class CrossFit:
                     break
                 if key in self.rows:
                     break
-        if est._heartbeat is not None:
-            est._heartbeat.begin()
+        reporter.begin()
         for i, (name, _, _) in enumerate(todo):
-            est._note(where="rating candidates", step="%s at LDA %s" % (name, dim_label(dim)),
-                      fraction=i / len(todo))
+            reporter.note(where="rating candidates", step="%s at LDA %s"
+                          % (name, dim_label(dim)), fraction=i / len(todo))
         results = _rate_all(self, dim, todo)
         for (name, key, folds), per_fold in zip(todo, results):
             if per_fold is None:
-                est._log("Candidate %s, LDA %s: fusion failed, skipped"
-                         % (name, dim_label(dim)))
+                reporter.log("Candidate %s, LDA %s: fusion failed, skipped"
+                             % (name, dim_label(dim)))
                 continue
             row = self.rows[key] = _row(name, key[1], dim, key[2], per_fold)
-            extra = ("" if (est.alpha, est.beta) == (0.0, 0.01)
+            extra = ("" if (s.alpha, s.beta) == (0.0, 0.01)
                      else "  pAUC[0,0.01] %.4f" % row["pauc_001"])
-            est._log("Held-out %-36s LDA %4s: pAUC[%g,%g] %.4f  EER %.2f%%  minDCF(0.01) "
-                     "%.4f%s%s" % (name, dim_label(row["lda_dim"]), est.alpha, est.beta,
-                                   row["pauc"], 100 * row["eer"], row["min_dcf"], extra,
-                                   "" if key[2] == "full" else "  (screening: folds %s)"
-                                   % ",".join(str(k + 1) for k in folds)))
+            reporter.log("Held-out %-36s LDA %4s: pAUC[%g,%g] %.4f  EER %.2f%%  minDCF(0.01) "
+                         "%.4f%s%s" % (name, dim_label(row["lda_dim"]), s.alpha, s.beta,
+                                       row["pauc"], 100 * row["eer"], row["min_dcf"], extra,
+                                       "" if key[2] == "full" else "  (screening: folds %s)"
+                                       % ",".join(str(k + 1) for k in folds)))
 
     def rows_at(self, dims=None):
         """Rated rows (at ``dims``, dimension-free ones always) in a stable order: dimension,
@@ -190,33 +206,47 @@ class CrossFit:
     def _screened_dim(self):
         """The LDA dimension where the other systems are cross-fitted: that of the cheap
         system kept by the selection rule among the cheap systems' ratings (with "1se", the
-        simplest dimension within one standard error of the best; models.selection)."""
-        est, rated = self.est, self.screen_rows
+        simplest dimension within one standard error of the best; models.selection), and
+        the line for system.txt that says why."""
+        rated = self.screen_rows
         if not rated:
             raise ValueError("PLDA and cosine could not be trained at any LDA dimension")
-        kept, evidence = selection.choose(rated, est._complexity(rated), est.selection)
-        best, row = rated[evidence["best"]], rated[kept]
-        if kept == evidence["best"]:
+        kept, verdict = selection.choose([self.evidence(rated)], self.complexity(rated),
+                                         self.settings.selection)
+        best, row = rated[verdict["best"]], rated[kept]
+        if kept == verdict["best"]:
             why = ("%s has the best held-out pAUC of the cheap systems (%.4f)"
                    % (row["candidate"], row["pauc"]))
         else:
-            diff, se = selection.paired(rated, evidence["best"], kept)
+            diff, se = selection.paired(rated, verdict["best"], kept)
             why = ("%s (%.4f) is the simplest of the cheap systems within one standard error "
                    "of the best, %s at LDA %s (%.4f, %.4f +- %.4f better)"
                    % (row["candidate"], row["pauc"], best["candidate"],
                       dim_label(best["lda_dim"]), best["pauc"], diff, se))
-        est._log("LDA %s: %s; the other systems are cross-fitted there"
-                 % (dim_label(row["lda_dim"]), why))
-        est.crossfit_.append("screened_lda_dims %s with %s; promoted LDA %s: %s" % (
+        self.reporter.log("LDA %s: %s; the other systems are cross-fitted there"
+                          % (dim_label(row["lda_dim"]), why))
+        return row["lda_dim"], "screened_lda_dims %s with %s; promoted LDA %s: %s" % (
             ",".join(dim_label(d) for d in self.dims), ",".join(self.stages[1].systems),
-            dim_label(row["lda_dim"]), why))
-        return row["lda_dim"]
+            dim_label(row["lda_dim"]), why)
+
+    def evidence(self, rows=None):
+        """The Evidence of the training folds (models.auto.evidence) of ``rows`` (None: the
+        candidates rated on every fold so far)."""
+        if rows is None:
+            rows = [r for r in self.rows_at() if r["budget"] == "full"]
+        return training_folds(rows, self.settings.num_folds, self.subset,
+                              self.settings.enroll_utts)
+
+    def complexity(self, rows):
+        """The trained parameters of each row's candidate (models.selection.complexity)."""
+        return selection.complexity(rows, self.X.shape[1], self.num_speakers)
 
     def _promote(self, screen):
         """Successive halving: the best 1/screen_factor of the candidates rated at the
         screened dimension(s), by mean held-out pAUC on the screening folds, are promoted:
-        the next stage cross-fits their systems on the other folds (none: nothing)."""
-        est = self.est
+        the next stage cross-fits their systems on the other folds (none: nothing). Returns
+        that stage and the line for system.txt that says what was promoted."""
+        factor = int(self.settings.screen_factor)
         folds = list(screen.folds)
         rows = [r for r in self.rows_at(dims=set(screen.dims))
                 if not dim_free(parse_candidate(r["candidate"]))]
@@ -224,27 +254,27 @@ class CrossFit:
                 or ((r["candidate"], r["lda_dim"], "screen") not in self.rows)]
         mean = {id(r): np.mean([r["folds"][i if r["budget"] == "screen" else k]["pauc"]
                                 for i, k in enumerate(folds)]) for r in rows}
-        count = max(1, -(-len(rows) // int(est.screen_factor)))
+        count = max(1, -(-len(rows) // factor))
         top = sorted(rows, key=lambda r: -mean[id(r)])[:count]
         promoted = [r for r in top if r["budget"] == "screen"]
         names = tuple(dict.fromkeys(r["candidate"] for r in promoted))
         line = ("%d candidates rated at LDA %s on folds %s; the best %d (1/%d) by held-out "
                 "pAUC there: %s" % (len(rows), ",".join(dim_label(d) for d in screen.dims),
                                     ",".join(str(k + 1) for k in folds), count,
-                                    int(est.screen_factor), ", ".join(
+                                    factor, ", ".join(
                                         "%s %.4f" % (r["candidate"], mean[id(r)]) for r in top)))
         line += ("; promoted to the other folds: %s" % ", ".join(names) if names else
                  "; every one of them is already rated on every fold: nothing more to "
                  "cross-fit")
-        est._log("Screening: " + line)
-        est.crossfit_.append("screening " + line)
+        self.reporter.log("Screening: " + line)
         # dimension-free systems (raw cosine) are not screened: the other folds complete them
         free = tuple(m for m in self.needed if dim_free((m,))
                      and not self.store.has_figures(screen.dims[0], m))
         dims = sorted({r["score_dim"] for r in promoted}) or list(screen.dims[:1] if free
                                                                  else ())
-        lambdas = None if est.dplda_lambda_ is None else (est.dplda_lambda_,)
-        return promoted_stage(est, self, names, dims, lambdas, free)
+        lambdas = None if self.dplda_lambda is None else (self.dplda_lambda,)
+        return (promoted_stage(self.settings, self, names, dims, lambdas, free),
+                "screening " + line)
 
     def recompute(self, dim, members):
         """The held-out scores of ``members`` at ``dim`` when the store released them (a
@@ -252,8 +282,8 @@ class CrossFit:
         the same scores)."""
         stage = Stage("held-out scores of the chosen candidate", [dim], tuple(members),
                       keep=frozenset(members))
-        for k in range(self.est.num_folds):
-            _, columns, _ = fold_task(self.est, self, stage, dim, k)
+        for k in self.settings.every_fold:
+            _, columns, _ = fold_task(self, stage, dim, k)
             self.store.add(dim, k, {}, columns)
 
 
@@ -263,25 +293,25 @@ _SHARED = None
 def _rate_all(cross, dim, todo):
     """Per-fold figures of each (candidate, key, folds) of ``todo`` (None: a fusion that
     cannot be trained); the fusions in forked processes when n_jobs > 1."""
-    est = cross.est
-    limit = min(est.max_rating_fusion_trials or np.inf, est.max_fusion_trials or np.inf)
-    fusion = est._fusion(0)
+    s = cross.settings
+    limit, fusion, seed = s.rating_fusion_limit, s.fusion(0), s.random_state + 7
+    n_jobs = int(s.n_jobs)
     jobs = [(cross.members[name], dim, folds) for name, _, folds in todo]
     fusions = [i for i, (mem, _, _) in enumerate(jobs) if len(mem) > 1]
     out = [None] * len(jobs)
-    if int(est.n_jobs) > 1 and len(fusions) > 1:
+    if n_jobs > 1 and len(fusions) > 1:
         from pauc_backend.workers import fork_pool
         global _SHARED
-        _SHARED = (cross.store, jobs, fusion, limit, est.random_state + 7)
+        _SHARED = (cross.store, jobs, fusion, limit, seed)
         try:
-            with fork_pool(min(int(est.n_jobs), len(fusions))) as pool:
+            with fork_pool(min(n_jobs, len(fusions))) as pool:
                 for i, per_fold in zip(fusions, pool.map(_rate_one, fusions)):
                     out[i] = per_fold
         finally:
             _SHARED = None
     for i, (mem, _, folds) in enumerate(jobs):
-        if out[i] is None and (len(mem) == 1 or int(est.n_jobs) <= 1 or len(fusions) <= 1):
-            out[i] = cross.store.rate(dim, mem, fusion, limit, est.random_state + 7, folds)
+        if out[i] is None and (len(mem) == 1 or n_jobs <= 1 or len(fusions) <= 1):
+            out[i] = cross.store.rate(dim, mem, fusion, limit, seed, folds)
     return out
 
 

@@ -1,6 +1,6 @@
 """The held-out scores of pAUCMetric (auto)'s cross-fitting, reduced to what the rating needs.
 
-A fold task (one LDA dimension, one fold; models.auto_folds) returns, for each system it
+A fold task (one LDA dimension, one fold; models.auto.folds) returns, for each system it
 cross-fitted, its held-out FIGURES on that fold (pAUC, EER, minDCF: a few numbers) and, only
 for the systems that a fusion candidate still has to be rated with, its held-out SCORES, as
 float32 (the ranking permits it: float32 keeps 7 significant digits, so a figure moves only
@@ -25,7 +25,7 @@ discriminative PLDA until one is chosen) x 5 folds x 1.5 M trials = 390 MB at th
 
 import numpy as np
 
-from pauc_backend.models.auto_systems import dim_free
+from pauc_backend.models.auto.systems import dim_free
 from pauc_backend.models.calibration import LinearFusion, SeparableScoresError
 from pauc_backend.models.crossfit import trial_figures
 

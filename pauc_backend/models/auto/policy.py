@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pauc_backend.models.auto_systems import dim_free, system, base_system
+from pauc_backend.models.auto.systems import dim_free, system, base_system
 from pauc_backend.models.crossfit import HeldOutTrials, speaker_folds
 
 __all__ = ["Stage", "CrossFitPlan", "make_plan", "crossfit_rows", "screen_folds"]
@@ -82,20 +82,20 @@ class CrossFitPlan:
     stages: dict = field(default_factory=dict)
     done: dict = field(default_factory=dict)
     promoted: tuple = None
-    adapt: object = None       # the adaptation set (models.auto_adapt), or None
+    adapt: object = None       # the adaptation set (models.auto.adapt), or None
     fold_maps: list = None     # per fold, the map of its held-out vectors into its domain
 
     def adapt_rows(self, fold):
         """With an adaptation set, the rows playing it for held-out fold ``fold``: that
-        fold's own vectors, unlabelled (models.auto_adapt); None without one."""
+        fold's own vectors, unlabelled (models.auto.adapt); None without one."""
         return None if self.adapt is None else np.flatnonzero(self.fold_of_vector == fold)
 
     def held_out(self, fold, vectors):
         """Held-out vectors of ``fold`` as the cross-fitting scores them: moved into the
-        adaptation set's domain when there is one (models.auto_adapt.coral_map)."""
+        adaptation set's domain when there is one (models.auto.adapt.coral_map)."""
         if self.fold_maps is None:
             return vectors
-        from pauc_backend.models.auto_adapt import apply_map
+        from pauc_backend.models.auto.adapt import apply_map
         return apply_map(self.fold_maps[fold], vectors)
 
     def train_rows(self, fold):
@@ -151,39 +151,41 @@ def crossfit_rows(y, max_speakers, max_vectors, seed):
     return rows, text
 
 
-def make_plan(est, X, y, groups, members):
-    """The data, folds, held-out trials and LDA dimensions of the cross-fitting of ``est``
-    (an AutoBackend), and its first stage."""
-    rows, subset = crossfit_rows(y, est.max_speakers, est.max_vectors, est.random_state)
-    speakers, fold_of = speaker_folds(y[rows], est.num_folds, est.random_state)
+def make_plan(settings, reporter, X, y, groups, members):
+    """The data, folds, held-out trials and LDA dimensions of one cross-fitting with
+    ``settings`` (models.auto.settings; ``reporter`` logs and notes progress), and its first
+    stage."""
+    s = settings
+    rows, subset = crossfit_rows(y, s.max_speakers, s.max_vectors, s.random_state)
+    speakers, fold_of = speaker_folds(y[rows], s.num_folds, s.random_state)
     fold_of_vector = np.full(len(y), -1, dtype=np.intp)
     fold_of_vector[rows] = fold_of[np.searchsorted(speakers, y[rows])]
-    fold_train_spk = [int(np.count_nonzero(fold_of != k)) for k in range(est.num_folds)]
+    fold_train_spk = [int(np.count_nonzero(fold_of != k)) for k in range(s.num_folds)]
     cap = min(X.shape[1], min(fold_train_spk) - 1)
-    if cap < 1 and any(int(d) > 0 for d in est.lda_dims):
+    if cap < 1 and any(int(d) > 0 for d in s.lda_dims):
         raise ValueError("too few training speakers for LDA")
-    dims = sorted({min(int(d), cap) if int(d) > 0 else 0 for d in est.lda_dims})
-    if any(int(d) > cap for d in est.lda_dims):
-        est._log("LDA dimensions capped at %d (vector dimension %d; the smallest fold trains "
-                 "on %d speakers)" % (cap, X.shape[1], min(fold_train_spk)))
+    dims = sorted({min(int(d), cap) if int(d) > 0 else 0 for d in s.lda_dims})
+    if any(int(d) > cap for d in s.lda_dims):
+        reporter.log("LDA dimensions capped at %d (vector dimension %d; the smallest fold "
+                     "trains on %d speakers)" % (cap, X.shape[1], min(fold_train_spk)))
     trials = []
-    for k in range(est.num_folds):
-        est._note(where="held-out trials of fold %d of %d" % (k + 1, est.num_folds),
-                  fraction=k / est.num_folds)
-        t = HeldOutTrials(y, np.flatnonzero(fold_of_vector == k), int(est.enroll_utts),
-                          groups, est.max_utts_per_speaker or None,
-                          est.random_state + 1000 + k, max_trials=est.max_trials or None)
+    for k in range(s.num_folds):
+        reporter.note(where="held-out trials of fold %d of %d" % (k + 1, s.num_folds),
+                      fraction=k / s.num_folds)
+        t = HeldOutTrials(y, np.flatnonzero(fold_of_vector == k), int(s.enroll_utts),
+                          groups, s.max_utts_per_speaker or None,
+                          s.random_state + 1000 + k, max_trials=s.max_trials or None)
         if t.num_target < 1 or t.num_nontarget < 1:
             raise ValueError(
                 "fold %d of %d has %d target and %d non-target held-out trials: too few "
                 "speakers or vectors per speaker (each held-out speaker needs > %d vectors); "
-                "use fewer folds" % (k + 1, est.num_folds, t.num_target, t.num_nontarget,
-                                     max(1, est.enroll_utts)))
+                "use fewer folds" % (k + 1, s.num_folds, t.num_target, t.num_nontarget,
+                                     max(1, s.enroll_utts)))
         trials.append(t)
     needed = tuple(dict.fromkeys(m for mem in members.values() for m in mem))
     plan = CrossFitPlan(X, y, groups, members, needed, fold_of_vector, trials, dims,
                         int(np.unique(y).size), subset)
-    plan.stages[1] = first_stage(est, plan)
+    plan.stages[1] = first_stage(settings, plan)
     return plan
 
 
@@ -198,12 +200,14 @@ def fusion_members(plan, systems):
                      for m in mem)
 
 
-def first_stage(est, plan):
-    every = tuple(range(est.num_folds))
+def first_stage(settings, plan):
+    """Stage 1 (the module doc): the LDA dimensions screened with the cheap systems, or,
+    without that screening, every system at every dimension."""
+    every = settings.every_fold
     # the cheap systems, without AS-norm (its cohort scoring costs more than the rest) unless
     # dimension-free (scored once)
     cheap = tuple(s for s in plan.needed if _cheap(s) and (":" not in s or dim_free((s,))))
-    screen_dims = (est.lda_selection == "cheap" and len(plan.dims) > 1
+    screen_dims = (settings.lda_selection == "cheap" and len(plan.dims) > 1
                    and len(cheap) < len(plan.needed))
     if screen_dims:
         if dim_free(cheap):
@@ -211,7 +215,7 @@ def first_stage(est, plan):
         return Stage(SCREEN_DIMS, plan.dims, cheap, every,
                      fusion_members(plan, cheap) | _free_in_fusions(plan))
     # no dimension screening: every system at every dimension (screened on m folds)
-    folds = screen_folds(est.num_folds, est.screen_factor)
+    folds = screen_folds(settings.num_folds, settings.screen_factor)
     return Stage("every system at every LDA dimension" if folds is None else
                  SCREEN_CANDIDATES, plan.dims, plan.needed, folds or every,
                  frozenset(plan.needed))
@@ -223,27 +227,27 @@ def _free_in_fusions(plan):
                      if dim_free((m,)))
 
 
-def second_stage(est, plan, dim):
+def second_stage(settings, plan, dim):
     """At the dimension ``dim`` promoted by the screening of stage 1: every system the
     candidates need (the cheap ones again, for the fusions), on the screening folds when
     there are some."""
-    folds = screen_folds(est.num_folds, est.screen_factor)
+    folds = screen_folds(settings.num_folds, settings.screen_factor)
     systems = tuple(s for s in plan.needed if not dim_free((s,)))
     return Stage(SCREEN_CANDIDATES if folds else "every system", [dim], systems,
-                 folds or tuple(range(est.num_folds)),
+                 folds or settings.every_fold,
                  frozenset(systems) | _free_in_fusions(plan))
 
 
-def promoted_stage(est, plan, promoted, dims, lambdas, free=()):
+def promoted_stage(settings, plan, promoted, dims, lambdas, free=()):
     """The systems of the ``promoted`` candidates on the folds they were not screened on,
     with the dimension-free systems ``free`` (raw cosine: no training, scored once, so never
     screened out; without them a dimension-free candidate, or a promoted fusion with one,
     would lack the other folds) at the first of ``dims``."""
-    screened = set(screen_folds(est.num_folds, est.screen_factor) or ())
+    screened = set(screen_folds(settings.num_folds, settings.screen_factor) or ())
     systems = tuple(dict.fromkeys([m for name in promoted for m in plan.members[name]
                                    if not dim_free((m,))] + list(free)))
     return Stage("promoted candidates on the other folds", list(dims) if systems else [],
-                 systems, tuple(k for k in range(est.num_folds) if k not in screened),
+                 systems, tuple(k for k in settings.every_fold if k not in screened),
                  frozenset(systems), lambdas)
 
 

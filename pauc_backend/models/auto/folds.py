@@ -1,17 +1,17 @@
-"""The fold tasks of pAUCMetric (auto)'s cross-fitting (models.auto_backend): one LDA
+"""The fold tasks of pAUCMetric (auto)'s cross-fitting (models.auto.crossfit): one LDA
 dimension and one fold each, run in this process or in forked workers, and the choice of the
 discriminative PLDA's lambda from their figures.
 
 A task trains the systems of its stage on the training rows of the fold (no copy of the table:
 the pipeline reads the rows it is given) and scores the fold's held-out trials; it returns the
 held-out FIGURES of every system and the SCORES (float32) of the systems still needed for
-fusions (models.auto_store)."""
+fusions (models.auto.store)."""
 
 import multiprocessing
 
 import numpy as np
 
-from pauc_backend.models.auto_systems import base_system, dim_free, system
+from pauc_backend.models.auto.systems import base_system, dim_free, system
 from pauc_backend.models.crossfit import trial_figures
 
 __all__ = ["fold_task", "run_fold_tasks", "choose_dplda_lambda", "task_systems"]
@@ -26,13 +26,16 @@ def task_systems(stage, dim):
     return tuple(s for s in stage.systems if not dim_free((s,)) or dim == first)
 
 
-def fold_task(est, plan, stage, dim, k, progress=None):
-    """Train on every fold but k, score fold k's held-out trials: ({system: figures},
+def fold_task(cross, stage, dim, k, progress=None):
+    """Train on every fold but k of the cross-fitting ``cross`` (models.auto.crossfit: its
+    data, trials and folds, its ``settings`` and its ``make_pipeline``), score fold k's
+    held-out trials: ({system: figures},
     {system: float32 scores} of the kept ones, [(systems, error)] of what could not be
     trained). Systems needing the PLDA are dropped together when it cannot be estimated (e.g.
     more dimensions than vectors); the discriminative PLDA gives one column per lambda,
     "dplda@<lambda>"."""
     systems = task_systems(stage, dim)
+    settings, plan = cross.settings, cross
     X, y, t = plan.X, plan.y, plan.trials[k]
     train_rows = plan.train_rows(k)
     errors = []
@@ -44,7 +47,7 @@ def fold_task(est, plan, stage, dim, k, progress=None):
         if fewer and fewer != attempts[-1]:
             attempts.append(fewer)
     for attempt in attempts:
-        pipe = est._make_pipeline(dim, attempt, est.random_state + k)
+        pipe = cross.make_pipeline(dim, attempt, settings.random_state + k)
         if stage.lambdas is not None:            # the lambda chosen on the other folds
             pipe.dplda_lambdas = tuple(stage.lambdas)
         pipe.progress = progress
@@ -78,7 +81,7 @@ def fold_task(est, plan, stage, dim, k, progress=None):
             pipe.dplda_lambda = lam
             cols = _score(pipe, X, t, plan, k)
             scores.update(("%s@%r" % (name, lam), cols[:, j]) for j, name in enumerate(dplda))
-    figures = {name: trial_figures(col, t.is_target, est.alpha, est.beta)
+    figures = {name: trial_figures(col, t.is_target, settings.alpha, settings.beta)
                for name, col in scores.items()}
     kept = {name: np.ascontiguousarray(col, dtype=np.float32) for name, col in scores.items()
             if name.split("@")[0] in stage.keep}
@@ -91,7 +94,7 @@ def _score(pipe, X, t, plan, k):
     return pipe.score(fe, ft, t.enroll_index, t.test_index, t.num_utts)
 
 
-def run_fold_tasks(est, plan, stage, tasks, n_jobs):
+def run_fold_tasks(cross, stage, tasks, n_jobs):
     """``fold_task`` of each (dim, fold) task, in ``n_jobs`` forked processes (the data
     reach them by fork, not by pickling), results in task order as they come (an iterator),
     so the caller can rate and release a dimension while later ones run; each worker
@@ -99,7 +102,7 @@ def run_fold_tasks(est, plan, stage, tasks, n_jobs):
     from pauc_backend.workers import fork_pool
     global _SHARED
     done = multiprocessing.get_context("fork").Value("i", 0)
-    _SHARED = (est, plan, stage, tasks, done)
+    _SHARED = (cross, stage, tasks, done)
     try:
         with fork_pool(n_jobs) as pool:
             for result in pool.imap(_fold_task, range(len(tasks))):
@@ -110,11 +113,11 @@ def run_fold_tasks(est, plan, stage, tasks, n_jobs):
 
 def _fold_task(index):
     """Task ``index`` (dim, fold) in a forked worker."""
-    est, plan, stage, tasks, done = _SHARED
+    cross, stage, tasks, done = _SHARED
     dim, k = tasks[index]
-    progress = est.task_progress(dim, k, index, len(tasks), done)
+    progress = cross.task_progress(dim, k, index, len(tasks), done)
     try:
-        return fold_task(est, plan, stage, dim, k, progress)
+        return fold_task(cross, stage, dim, k, progress)
     finally:
         with done.get_lock():
             done.value += 1

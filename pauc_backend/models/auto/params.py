@@ -1,6 +1,6 @@
 """The parameters of pAUCMetric (auto), each declared once: default, allowed values, help.
 
-``AutoBackend`` (models.auto_backend) takes its defaults from here and checks its values
+``AutoBackend`` (models.auto.backend) takes its defaults from here and checks its values
 here (``check``); ``train-pauc-auto`` registers its options from here (name, default, help,
 choices and bounds in the framework's terms, older names as aliases) and turns the parsed
 options back into the estimator's keywords (``from_options``), so neither restates them. The
@@ -11,18 +11,25 @@ chosen on training folds; see ``metric_defaults``), and are checked by PaucMetri
 
 ``runtime`` parameters say how the work runs, not what it computes (processes, progress
 lines): they do not enter the digest of the fold jobs' outputs.
+
+The pAUC band (``BAND``) and the pAUCMetric hyper-parameters (``METRIC``) are declared here
+once for every tool that has them: cli/options/pauc.py registers them on compute-eer-pauc,
+compare-systems and plot-det-roc (the band), train-pauc-metric (the band and METRIC) and
+train-pauc-auto (PARAMS' alpha and beta and METRIC_OPTIONS, derived from them: the same
+defaults and bounds, the automatic back-end's own budget of iterations).
 """
 
 import inspect
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from pauc_backend.models.auto_systems import parse_candidate
-from pauc_backend.models.backend_pipeline import DPLDA_LAMBDAS
+from pauc_backend.models.auto.systems import parse_candidate
+from pauc_backend.models.discriminative_plda import DPLDA_LAMBDAS
 from pauc_backend.models.metric_learning import PaucMetric
 
-__all__ = ["Param", "PARAMS", "METRIC_OPTIONS", "DEFAULT_CANDIDATES", "DEFAULT_LDA_DIMS",
-           "default", "check", "from_options", "option_text", "digest_names"]
+__all__ = ["Param", "PARAMS", "BAND", "METRIC", "METRIC_OPTIONS", "DEFAULT_CANDIDATES",
+           "DEFAULT_LDA_DIMS", "default", "check", "from_options", "option_text",
+           "digest_names"]
 
 
 _BASE_FUSIONS = ("plda+pauc_lnorm", "plda+pauc_latent", "pauc_lnorm+pauc_latent",
@@ -45,7 +52,7 @@ DEFAULT_LDA_DIMS = (0, 75, 100, 125, 150, 175, 200, 225, 250)
 
 @dataclass(frozen=True)
 class Param:
-    """One parameter. ``kind``: int, float, str, dims (LDA dimensions, "none" = 0), names
+    """One parameter. ``kind``: int, float, bool, str, dims (LDA dimensions, "none" = 0), names
     (candidates) or floats (a list); ``bounds`` in the framework's form (">=0", "<1");
     ``option``: the train-pauc-auto option (None: Python only); ``aliases``: older option
     names still accepted; ``zero``: what 0 means, for a limit that 0 switches off."""
@@ -63,6 +70,8 @@ class Param:
 
     def problem(self, value):
         """Why ``value`` is not allowed (a phrase), or None."""
+        if self.kind in ("bool", "str") and self.choices is None:
+            return None
         if self.choices is not None:
             return None if value in self.choices else "must be one of %s" % ", ".join(
                 map(str, self.choices))
@@ -130,6 +139,46 @@ _METRIC_DEFAULTS = {name: p.default
                     for name, p in inspect.signature(PaucMetric.__init__).parameters.items()
                     if name != "self"}
 
+# The pAUC band and the pAUCMetric hyper-parameters as options (see the module doc): defaults
+# PaucMetric's own, bounds those its check_params enforces (a test pins that they agree),
+# help without the tool's context ("of the pAUC", "pAUCMetric"), which the tool adds.
+BAND = (
+    Param("alpha", 0.0, "Lower end of the false-positive-rate band", "float", "pauc-alpha",
+          bounds=(">=0", "<1")),
+    Param("beta", 0.01, "Upper end of the false-positive-rate band", "float", "pauc-beta",
+          bounds=(">0", "<=1")),
+)
+METRIC = (
+    Param("delta", _METRIC_DEFAULTS["delta"], "hinge margin delta (eq. 8)", "float", "margin",
+          bounds=(">=0",)),
+    Param("gamma", _METRIC_DEFAULTS["gamma"], "weight gamma of the mean target distance "
+          "(eq. 9)", "float", "gamma", bounds=(">=0",)),
+    Param("mu", _METRIC_DEFAULTS["mu"], "weight mu of the LogDet regulariser tr(M) - logdet(M) "
+          "(eq. 9)", "float", "mu", bounds=(">=0",)),
+    Param("eta", _METRIC_DEFAULTS["eta"], "step size eta of the proximal point update (Alg. 1; "
+          "paper: 10)", "float", "eta", bounds=(">0",)),
+    Param("batch_size", _METRIC_DEFAULTS["batch_size"], "speakers per mini-batch (s), two "
+          "vectors each", "int", "batch-size", bounds=(">=2",)),
+    Param("num_iters", _METRIC_DEFAULTS["num_iters"], "maximum number of iterations", "int",
+          "num-iters", bounds=(">=1",)),
+    Param("scale", _METRIC_DEFAULTS["scale"], "multiply the vectors internally by this "
+          "factor; auto: so that the mean squared distance between two training vectors is 2",
+          "str", "scale"),
+    Param("average", _METRIC_DEFAULTS["average"], "return the running mean of the iterates "
+          "instead of the last", "bool", "average"),
+    Param("validation_fraction", _METRIC_DEFAULTS["validation_fraction"], "fraction of "
+          "speakers held out to choose the number of iterations (0: run --num-iters on all "
+          "speakers, as the paper)", "float", "validation-fraction", bounds=(">=0", "<1")),
+    Param("eval_every", _METRIC_DEFAULTS["eval_every"], "evaluate the held-out speakers every "
+          "this many iterations", "int", "eval-every", bounds=(">=1",)),
+    Param("patience", _METRIC_DEFAULTS["patience"], "stop after this many evaluations without "
+          "improvement (0: never)", "int", "patience", bounds=(">=0",)),
+    Param("refit", _METRIC_DEFAULTS["refit"], "retrain on all speakers for the chosen number "
+          "of iterations", "bool", "refit"),
+)
+_BAND = {p.name: p for p in BAND}
+_METRIC = {p.name: p for p in METRIC}
+
 PARAMS = (
     Param("lda_dims", DEFAULT_LDA_DIMS, "Candidate LDA dimensions, comma-separated, none (or "
           "0) = no LDA (each capped by the vector dimension and the smallest fold's speakers "
@@ -142,10 +191,10 @@ PARAMS = (
     Param("enroll_utts", 0, "Held-out trials: 0 = single vector against single vector; N = "
           "enrollment by the mean of N vectors against single test vectors", "int",
           "enroll-utts", bounds=(">=0",)),
-    Param("alpha", 0.0, "Lower end of the false-alarm range of the pAUC criterion", "float",
-          "pauc-alpha", bounds=(">=0", "<1"), aliases=("alpha",)),
-    Param("beta", 0.01, "Upper end of the false-alarm range of the pAUC criterion", "float",
-          "pauc-beta", bounds=(">0", "<=1"), aliases=("beta",)),
+    replace(_BAND["alpha"], help=_BAND["alpha"].help + " of the pAUC criterion",
+            aliases=("alpha",)),
+    replace(_BAND["beta"], help=_BAND["beta"].help + " of the pAUC criterion",
+            aliases=("beta",)),
     Param("selection", "1se", "1se: the simplest candidate within one standard error "
           "(paired over folds) of the best held-out pAUC; best: the best", "str", "selection",
           choices=("1se", "best")),
@@ -203,23 +252,14 @@ PARAMS = (
           runtime=True),
 )
 
-# The pAUCMetric hyper-parameters as train-pauc-auto options (defaults: PaucMetric's own).
-METRIC_OPTIONS = (
-    Param("delta", _METRIC_DEFAULTS["delta"], "pAUCMetric hinge margin delta (eq. 8)",
-          "float", "margin", bounds=(">=0",)),
-    Param("gamma", _METRIC_DEFAULTS["gamma"], "pAUCMetric weight of the mean target distance "
-          "(eq. 9)", "float", "gamma", bounds=(">=0",)),
-    Param("mu", _METRIC_DEFAULTS["mu"], "pAUCMetric weight of the LogDet regulariser (eq. 9)",
-          "float", "mu", bounds=(">=0",)),
-    Param("eta", _METRIC_DEFAULTS["eta"], "pAUCMetric proximal step size (Alg. 1)", "float",
-          "eta", bounds=(">0",)),
-    Param("batch_size", _METRIC_DEFAULTS["batch_size"], "pAUCMetric speakers per mini-batch",
-          "int", "batch-size", bounds=(">=2",)),
-    Param("num_iters", 500, "pAUCMetric iterations, in every fold and in the final model "
-          "(train-pauc-metric's default is 1000; on the training folds of ETRI and TIMIT 500 "
-          "rate every metric candidate within the fold noise of 1000: "
-          "benchmarks/RESULTS_auto_backend.md)", "int",
-          "num-iters", bounds=(">=1",)),
+# The pAUCMetric hyper-parameters as train-pauc-auto options: METRIC's (defaults PaucMetric's)
+# but the number of iterations, the automatic back-end's budget.
+METRIC_OPTIONS = tuple(replace(_METRIC[name], help="pAUCMetric " + _METRIC[name].help)
+                       for name in ("delta", "gamma", "mu", "eta", "batch_size")) + (
+    replace(_METRIC["num_iters"], default=500, help="pAUCMetric iterations, in every fold and "
+            "in the final model (train-pauc-metric's default is 1000; on the training folds "
+            "of ETRI and TIMIT 500 rate every metric candidate within the fold noise of 1000: "
+            "benchmarks/RESULTS_auto_backend.md)"),
 )
 
 _BY_NAME = {p.name: p for p in PARAMS}
