@@ -19,7 +19,10 @@
     cohort.ark, cohort_num_utts.ark   AS-norm cohort: one raw vector of each training speaker
                    and the number of vectors each stands for (1; older versions stored the
                    speakers' mean vectors and their sizes), if a member system uses AS-norm
-    fusion         <LinearCalibration> weights over the members' scores (apply-calibration)
+    fusion         <LinearCalibration> weights over the members' scores (apply-calibration);
+                   with quality measures (models.auto.qmf) a QMF model of train-calibration's
+                   form, naming its measures (duration, norm); system.txt then says
+                   "quality_measures" and, for the norm, "quality_norm_median" (its unit)
 
 The directory is written under a temporary name and renamed at the end, so a failure never
 leaves a half-written model (an existing model directory is replaced only on success).
@@ -231,13 +234,22 @@ def read_model_dir(path):
     cohort = counts = None
     if any(":" in s for s in systems):
         cohort, counts = _read_cohort(path, mean.size)
+    median = None
+    if "quality_norm_median" in card:
+        try:
+            median = float(card["quality_norm_median"])
+        except ValueError:
+            median = None
+        if median is None or not (np.isfinite(median) and median > 0):
+            raise KaldiError("%s/system.txt: quality_norm_median '%s' is not a positive number"
+                             % (path, card["quality_norm_median"][:100]))
     try:
         top_n = int(card.get("asnorm_top_n", 100))
         pipe = BackendPipeline.from_parts(systems, mean, affine, plda, metrics, cohort, counts,
                                           top_n, dplda, plda_adapt)
         if card.get("lda_dim") == "none":
             pipe.lda_dim = 0
-        model = AutoBackend.from_parts(pipe, fusion, mean.size)
+        model = AutoBackend.from_parts(pipe, fusion, mean.size, median)
     except ValueError as err:
         raise KaldiError("Model directory %s: %s" % (path, err)) from None
     model.domain_ = _read_domain(path, mean.size, limit)

@@ -141,7 +141,7 @@ def _write_fold_outputs(fold_dir, stage, folds, results, work, digest, binary=Tr
         tmp = make_temp_dir(final)
         try:
             tasks = []
-            for (dim, fold), figures, columns, errors in results:
+            for (dim, fold), figures, columns, errors, *_ in results:   # no development
                 if fold != k:
                     continue
                 names = sorted(columns)
@@ -376,11 +376,12 @@ def run_fold_job(model, X, y, groups, stage, folds, fold_dir, log=None, X_adapt=
             or "nothing to cross-fit", ",".join(map(str, work.dims)) or "-"))
 
 
-def combine(model, X, y, groups, fold_dir, X_adapt=None):
-    """AutoBackend.fit from the fold outputs in fold_dir: the same fitted model."""
+def combine(model, X, y, groups, fold_dir, X_adapt=None, durations=None):
+    """AutoBackend.fit from the fold outputs in fold_dir: the same fitted model
+    (``durations``: of the training vectors, for the final calibration only)."""
     digest = run_digest(model, X, y, groups, X_adapt)
     try:
-        plan = model.prepare(X, y, groups, X_adapt)
+        plan = model.prepare(X, y, groups, X_adapt, durations=durations)
         _previous(model, plan, fold_dir, 4, digest)
         return model.finish(plan)
     except ValueError as err:

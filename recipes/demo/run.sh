@@ -11,7 +11,9 @@
 #   2  preprocessed vectors: length-normalised (unit length) and PLDA / PLDA-adp latent
 #   3  train-pauc-metric (--loss=pauc and --loss=triplet) on each preprocessing; pAUCMetric
 #      (auto): train-pauc-auto --adapt=<the adapt/ set> chooses a whole back-end by
-#      cross-fitting on the training speakers (with --auto true, the default)
+#      cross-fitting on the training speakers (with --auto true, the default); with a
+#      development set (--durations true) its trials rate the candidates and calibrate the
+#      chosen one, with their durations (--dev-trials, --dev-utt2dur; --auto-dev false: not)
 #   4  scoring of every system
 #   5  calibration (2-fold over the enrolled speakers)
 #   6  results table, DET and ROC plots
@@ -38,6 +40,7 @@ durations=true  # utt2dur, duration-dependent noise, a development set and the Q
 bootstrap=1000  # paired resamples of stage 7
 auto=true       # pAUCMetric (auto), trained with the adapt/ set as --adapt
 auto_opts=      # more options for train-pauc-auto
+auto_dev=true   # the development set's trials as train-pauc-auto --dev-trials (when it has one)
 help_message="Usage: $0 [options]
   --stage N        start at stage N (0..6; default 0)
   --stop-stage N   stop after stage N
@@ -51,6 +54,8 @@ help_message="Usage: $0 [options]
   --bootstrap N    paired resamples of stage 7 (default $bootstrap)
   --auto B         pAUCMetric (auto) row, train-pauc-auto --adapt (true|false, default $auto)
   --auto-opts S    more options for train-pauc-auto (e.g. \"--num-folds=3\")
+  --auto-dev B     the development speakers' trials (and durations) as train-pauc-auto
+                   --dev-trials (true|false, default $auto_dev; needs --durations true)
 Each stage is printed with its elapsed time; logs go to <dir>/exp/log/."
 . utils/parse_options.sh || exit 1
 if [ $# -ne 0 ]; then
@@ -77,6 +82,10 @@ case "$auto" in
   true) systems+=" pauc_auto" ;;
   false) ;;
   *) echo "$0: --auto must be true or false, got '$auto'" >&2; exit 1 ;;
+esac
+case "$auto_dev" in
+  true|false) ;;
+  *) echo "$0: --auto-dev must be true or false, got '$auto_dev'" >&2; exit 1 ;;
 esac
 
 if [ $stage -le 0 ] && [ $stop_stage -ge 0 ]; then
@@ -173,10 +182,21 @@ if [ $stage -le 3 ] && [ $stop_stage -ge 3 ]; then
   done
   if $auto; then
     # RAW vectors: the back-end (its mean from adapt/, LDA, PLDA and its adapted twin, the
-    # metrics, a fusion) is chosen on the training speakers, enrollment by 3-vector means.
+    # metrics, a fusion) is chosen on the training speakers, enrollment by 3-vector means;
+    # with the development set, its trials (speaker means of dev_enroll against dev_test)
+    # rate the candidates and calibrate the chosen one, with their durations (QMF).
+    dev_opts=()
+    if $auto_dev && [ -f $data/dev_trials ]; then
+      dev_opts=("--dev-vectors=scp:cat $data/dev_enroll/xvector.scp $data/dev_test/xvector.scp |"
+                "--dev-trials=$data/dev_trials" "--dev-enroll=ark:$data/dev_enroll/spk2utt"
+                "--dev-utt2spk=ark:cat $data/dev_enroll/utt2spk $data/dev_test/utt2spk |")
+      [ -f $data/dev_test/utt2dur ] && dev_opts+=(
+        "--dev-utt2dur=ark:cat $data/dev_enroll/utt2dur $data/dev_test/utt2dur |")
+    fi
     background $train_cmd $exp/log/train_pauc_auto.log \
       train-pauc-auto --enroll-utts=3 --num-jobs=$nj --adapt=scp:$data/adapt/xvector.scp \
-      $auto_opts scp:$data/train/xvector.scp ark:$data/train/spk2utt $exp/pauc_auto
+      "${dev_opts[@]}" $auto_opts scp:$data/train/xvector.scp ark:$data/train/spk2utt \
+      $exp/pauc_auto
   fi
   wait_background || exit 1
   stage_end
@@ -206,8 +226,11 @@ score_all() {
       $list $out/$name
   done
   if $auto; then     # raw vectors: the model directory holds its own mean, LDA and PLDA
+    local durations=     # the sides' seconds, for a model whose calibration kept them
+    [ -f $exp/${enroll}_durations ] && [ -f $data/$test/utt2dur ] && \
+      durations="--enroll-duration=ark:$exp/${enroll}_durations --test-duration=ark:$data/$test/utt2dur"
     background $train_cmd $exp/log/score_pauc_auto_$enroll.log \
-      score-pauc-auto --num-utts=ark:$exp/${enroll}_num_utts.ark $exp/pauc_auto \
+      score-pauc-auto --num-utts=ark:$exp/${enroll}_num_utts.ark $durations $exp/pauc_auto \
       scp:$exp/${enroll}_spk_xvector.scp scp:$data/$test/xvector.scp \
       "cut -d' ' -f1,2 $list |" $out/pauc_auto
   fi
@@ -215,6 +238,13 @@ score_all() {
 
 if [ $stage -le 4 ] && [ $stop_stage -ge 4 ]; then
   stage_begin 4 "scoring $(wc -l < $trials) trials$([ -f $data/dev_trials ] && echo " and $(wc -l < $data/dev_trials) development trials")"
+  # Durations of the enrolled speakers (the sum of their utterances'), for pAUCMetric (auto)
+  # when its calibration kept them (stage 7 uses them too).
+  if [ -f $data/test/utt2dur ]; then
+    for set in $enroll_sets; do
+      utils/durations.sh --spk2utt $data/$set/spk2utt $data/$set $exp/${set}_durations || exit 1
+    done
+  fi
   score_all enroll test $trials $exp/scores
   [ -f $data/dev_trials ] && score_all dev_enroll dev_test $data/dev_trials $exp/dev_scores
   wait_background || exit 1

@@ -26,7 +26,11 @@
 #       log durations; an enrollment model's is the sum of its utterances')
 #   16  with --auto true: pAUCMetric (auto), a whole back-end chosen by cross-fitting on the
 #       training speakers (steps/pauc_auto.sh; with --nj N > 1 its folds run as N jobs through
-#       $train_cmd), scored on both -> ..._core_scores_pauc_auto
+#       $train_cmd), scored on both -> ..._core_scores_pauc_auto. With --auto-dev true (the
+#       default) Dev.Core is its labelled development set (train-pauc-auto --dev-trials): it
+#       rates the candidates and calibrates the chosen one (with the utterances' durations
+#       when the data directories have them), so its Dev.Core figures are not an evaluation;
+#       Eval.Core is.
 # Scoring stages echo EER, minDCF (p-target 0.01 and 0.001) and pAUC[0,0.01] like Kaldi echoes
 # EER. With --nj N the trial lists are split into N parts scored as JOB=1:N jobs through
 # $train_cmd (run.pl, queue.pl or slurm.pl from cmd.sh) and merged: identical to --nj 1.
@@ -45,6 +49,7 @@ metric_opts=        # extra options for train-pauc-metric
 auto=false          # stage 16: pAUCMetric (auto)
 auto_opts=          # extra options for train-pauc-auto
 adapt=              # optional unlabelled in-domain vectors (rspecifier) for train-pauc-auto --adapt
+auto_dev=true       # stage 16: Dev.Core as train-pauc-auto's development trials
 help_message="Usage: $0 [options] <egs-dir>      (e.g. . for the current directory)
   --stage N          first stage (10..15; default $stage)
   --stop-stage N     last stage
@@ -57,7 +62,9 @@ help_message="Usage: $0 [options] <egs-dir>      (e.g. . for the current directo
   --auto B           stage 16: pAUCMetric (auto) (true|false, default $auto)
   --auto-opts S      extra options for train-pauc-auto (e.g. \"--num-folds=3\")
   --adapt RSPEC      unlabelled in-domain vectors for pAUCMetric (auto) (train-pauc-auto
-                     --adapt: centring mean and adapted PLDA from them; default none)"
+                     --adapt: centring mean and adapted PLDA from them; default none)
+  --auto-dev B       stage 16: Dev.Core as pAUCMetric (auto)'s development trials (they rate
+                     and calibrate it; true|false, default $auto_dev)"
 if [ -f "$script_dir/../common/utils/parse_options.sh" ]; then
   . "$script_dir/../common/utils/parse_options.sh" || exit 1
 else
@@ -68,6 +75,7 @@ if [ $# -ne 1 ]; then
   printf '%s\n' "$help_message" >&2
   exit 1
 fi
+case "$auto_dev" in true|false) ;; *) echo "$0: --auto-dev must be true or false" >&2; exit 1 ;; esac
 cd "$1" || exit 1
 [ -f ./cmd.sh ] && { . ./cmd.sh || exit 1; }
 [ -f ./path.sh ] && { . ./path.sh || exit 1; }
@@ -249,17 +257,52 @@ if $auto && [ $stage -le 16 ] && [ $stop_stage -ge 16 ]; then
     echo "ark:$ivector_mean ark:data/sitw_$1_enroll/spk2utt scp:$nnet_dir/xvectors_sitw_$1_enroll/xvector.scp ark:- |"
   }
   auto_dir=$nnet_dir/pauc_auto
+  mkdir -p $auto_dir || exit 1
+  dur_of() { echo $auto_dir/sitw_$1_$2_durations${3:+_models}; }
+  durations() {  # <task> <side> [spk2utt]: writes dur_of's file; status 2: no utt2dur
+    "$script_dir/../common/utils/durations.sh" ${3:+--spk2utt data/sitw_$1_$2/spk2utt} \
+      data/sitw_$1_$2 $(dur_of "$@")
+    case $? in 0) return 0 ;; 2) return 2 ;; *) exit 1 ;; esac   # an error stops here
+  }
+  dev_opts=()
+  if $auto_dev; then
+    # Dev.Core as labelled development trials: its enrollment utterances and test segments,
+    # each enrollment model the mean of its utterances (as the scoring's speaker means).
+    dev_opts=(--dev-vectors "scp:cat $nnet_dir/xvectors_sitw_dev_enroll/xvector.scp $nnet_dir/xvectors_sitw_dev_test/xvector.scp |"
+              --dev-trials $(trials_of dev) --dev-enroll ark:data/sitw_dev_enroll/spk2utt)
+    [ -f data/sitw_dev_enroll/utt2spk ] && [ -f data/sitw_dev_test/utt2spk ] && \
+      dev_opts+=(--dev-utt2spk "ark:cat data/sitw_dev_enroll/utt2spk data/sitw_dev_test/utt2spk |")
+    durations dev enroll && durations dev test && \
+      dev_opts+=(--dev-utt2dur "ark:cat $(dur_of dev enroll) $(dur_of dev test) |")
+  else     # the calibration is learned on the held-out training trials: their durations
+    "$script_dir/../common/utils/durations.sh" data/train_combined_200k $auto_dir/train_utt2dur
+    case $? in 0) dev_opts+=(--utt2dur ark:$auto_dir/train_utt2dur) ;; 2) ;; *) exit 1 ;; esac
+  fi
+  score_dur=()       # the scored sides' durations, for a calibration that kept them
+  for task in dev eval; do
+    durations $task enroll spk2utt && durations $task test && \
+      score_dur+=("$(dur_of $task enroll spk2utt)" "$(dur_of $task test)")
+  done
+  dev_score=()
+  [ ${#score_dur[@]} -eq 4 ] && dev_score=(--enroll-duration "ark:${score_dur[0]}" \
+    --test-duration "ark:${score_dur[1]}")
   "$script_dir/../common/steps/pauc_auto.sh" --cmd "$train_cmd" --nj $nj \
-    ${adapt:+--adapt "$adapt"} --auto-opts "$auto_opts" --spk2utt data/train_combined_200k/spk2utt \
+    ${adapt:+--adapt "$adapt"} "${dev_opts[@]}" "${dev_score[@]}" --auto-opts "$auto_opts" \
+    --spk2utt data/train_combined_200k/spk2utt \
     --num-utts ark:$nnet_dir/xvectors_sitw_dev_enroll/num_utts.ark $train "$(raw_enroll dev)" \
     scp:$nnet_dir/xvectors_sitw_dev_test/xvector.scp $(trials_of dev) $auto_dir || exit 1
   cp $auto_dir/scores/pauc_auto $scores_dir/sitw_dev_core_scores_pauc_auto || exit 1
+  eval_dur=
+  [ ${#score_dur[@]} -eq 4 ] && \
+    eval_dur="--enroll-duration=ark:${score_dur[2]} --test-duration=ark:${score_dur[3]}"
   $train_cmd $auto_dir/log/score_pauc_auto_eval.log \
-    score-pauc-auto --num-utts=ark:$nnet_dir/xvectors_sitw_eval_enroll/num_utts.ark \
+    score-pauc-auto --num-utts=ark:$nnet_dir/xvectors_sitw_eval_enroll/num_utts.ark $eval_dur \
     $auto_dir/pauc_auto "$(raw_enroll eval)" scp:$nnet_dir/xvectors_sitw_eval_test/xvector.scp \
     $(trials_of eval) $scores_dir/sitw_eval_core_scores_pauc_auto || exit 1
   for task in dev eval; do
-    report "$(system_label pauc_auto), sitw_${task} Core:" \
+    note=
+    [ $task = dev ] && $auto_dev && note=" (its development set: not an evaluation)"
+    report "$(system_label pauc_auto), sitw_${task} Core$note:" \
       $scores_dir/sitw_${task}_core_scores_pauc_auto $(trials_of $task) || exit 1
   done
 fi

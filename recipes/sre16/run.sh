@@ -22,6 +22,13 @@
 #   13  with --auto true: pAUCMetric (auto), a whole back-end chosen by cross-fitting on the
 #       (out-of-domain) training speakers (steps/pauc_auto.sh; with --nj N > 1 its folds run as
 #       N jobs through $train_cmd)      -> exp/scores/sre16_eval_scores_pauc_auto
+#       SRE16 major is its adaptation set; SRE16's labelled development set, when you have
+#       prepared it (egs/sre16/v2 prepares only the unlabelled sre16_major and sre16_minor:
+#       local/make_sre16_unlabeled.pl; the labelled dev enrollment and test segments of
+#       LDC2016E46 with their key are yours to make, as data/<dev-name>_{enroll,test} with
+#       data/<dev-name>_test/trials, and extract_xvectors.sh to exp/xvectors_<dev-name>_*),
+#       is its development set (--auto-dev auto: used when those files exist): its trials rate
+#       the candidates and calibrate the chosen one.
 #   14  when data/sre16_eval_{enroll,test} have utt2dur or utt2num_frames (make_mfcc.sh
 #       --write-utt2num-frames writes it): calibration 2-fold over the enrolled speakers of
 #       every scored system, score-only and QMF (durations of the trial sides; an enrolled
@@ -49,6 +56,8 @@ partitions=         # <enroll> <test> <partition> file for the equalised Cprimar
 auto=false          # stage 13: pAUCMetric (auto)
 auto_opts=          # extra options for train-pauc-auto
 qmf_systems=        # stage 14: the systems calibrated (default: every scored one)
+auto_dev=auto       # stage 13: SRE16's labelled development set for train-pauc-auto (auto|true|false)
+dev_name=sre16_dev  # its data/<name>_{enroll,test} and exp/xvectors_<name>_{enroll,test}
 help_message="Usage: $0 [options] <egs-dir>      (e.g. . for the current directory)
   --stage N          first stage (8..14; default $stage)
   --stop-stage N     last stage
@@ -62,7 +71,11 @@ help_message="Usage: $0 [options] <egs-dir>      (e.g. . for the current directo
   --auto B           stage 13: pAUCMetric (auto) (true|false, default $auto)
   --auto-opts S      extra options for train-pauc-auto (e.g. \"--num-folds=3\")
   --qmf-systems S    stage 14: systems to calibrate, e.g. \"plda plda_adapt cosine\" (default:
-                     every scored one)"
+                     every scored one)
+  --auto-dev S       stage 13: SRE16's labelled development set as train-pauc-auto's
+                     development trials: auto (when its files exist), true, false (default $auto_dev)
+  --dev-name NAME    its data/NAME_{enroll,test} (with data/NAME_test/trials) and
+                     exp/xvectors_NAME_{enroll,test} (default $dev_name)"
 if [ -f "$script_dir/../common/utils/parse_options.sh" ]; then
   . "$script_dir/../common/utils/parse_options.sh" || exit 1
 else
@@ -73,6 +86,7 @@ if [ $# -ne 1 ]; then
   printf '%s\n' "$help_message" >&2
   exit 1
 fi
+case "$auto_dev" in auto|true|false) ;; *) echo "$0: --auto-dev must be auto, true or false" >&2; exit 1 ;; esac
 cd "$1" || exit 1
 [ -f ./cmd.sh ] && { . ./cmd.sh || exit 1; }
 [ -f ./path.sh ] && { . ./path.sh || exit 1; }
@@ -259,8 +273,40 @@ fi
 if $auto && [ $stage -le 13 ] && [ $stop_stage -ge 13 ]; then
   # Trained on the raw training vectors, scored on the raw speaker means of the enrollment;
   # SRE16 major (unlabelled, in domain) is its adaptation set, as for the adapted PLDA above.
+  mkdir -p exp/pauc_auto || exit 1
+  durations() {  # utils/durations.sh: 0 written, 2 no utt2dur (none); an error stops here
+    "$script_dir/../common/utils/durations.sh" "$@"
+    case $? in 0) return 0 ;; 2) return 2 ;; *) exit 1 ;; esac
+  }
+  dev_opts=()
+  dev_files="data/${dev_name}_enroll/spk2utt data/${dev_name}_test/trials exp/xvectors_${dev_name}_enroll/xvector.scp exp/xvectors_${dev_name}_test/xvector.scp"
+  have_dev=true
+  for f in $dev_files; do [ -f $f ] || have_dev=false; done
+  case $auto_dev in
+    true) $have_dev || { echo "$0: --auto-dev true, but a file of $dev_files is missing" >&2; exit 1; } ;;
+    false) have_dev=false ;;
+    auto) $have_dev || echo "$0: stage 13: no labelled SRE16 development set (data/${dev_name}_{enroll,test}, exp/xvectors_${dev_name}_*): pAUCMetric (auto) chooses on the training folds" ;;
+  esac
+  if $have_dev; then
+    dev_opts=(--dev-vectors "scp:cat exp/xvectors_${dev_name}_enroll/xvector.scp exp/xvectors_${dev_name}_test/xvector.scp |"
+              --dev-trials data/${dev_name}_test/trials --dev-enroll ark:data/${dev_name}_enroll/spk2utt)
+    [ -f data/${dev_name}_enroll/utt2spk ] && [ -f data/${dev_name}_test/utt2spk ] && \
+      dev_opts+=(--dev-utt2spk "ark:cat data/${dev_name}_enroll/utt2spk data/${dev_name}_test/utt2spk |")
+    durations data/${dev_name}_enroll exp/pauc_auto/dev_enroll_utt2dur && \
+      durations data/${dev_name}_test exp/pauc_auto/dev_test_utt2dur && \
+      dev_opts+=(--dev-utt2dur "ark:cat exp/pauc_auto/dev_enroll_utt2dur exp/pauc_auto/dev_test_utt2dur |")
+  elif durations data/sre_combined exp/pauc_auto/train_utt2dur; then
+    # no development trials: the calibration is learned on the held-out training trials
+    dev_opts+=(--utt2dur ark:exp/pauc_auto/train_utt2dur)
+  fi
+  # the evaluation sides' durations, for a calibration that kept them
+  durations --spk2utt data/sre16_eval_enroll/spk2utt data/sre16_eval_enroll \
+    exp/pauc_auto/eval_enroll_durations && \
+    durations data/sre16_eval_test exp/pauc_auto/eval_test_durations && \
+    dev_opts+=(--enroll-duration ark:exp/pauc_auto/eval_enroll_durations \
+               --test-duration ark:exp/pauc_auto/eval_test_durations)
   "$script_dir/../common/steps/pauc_auto.sh" --cmd "$train_cmd" --nj $nj \
-    --adapt scp:$major/xvector.scp \
+    --adapt scp:$major/xvector.scp "${dev_opts[@]}" \
     --auto-opts "$auto_opts" --spk2utt data/sre_combined/spk2utt --num-utts $num_utts $train \
     "ark:$ivector_mean ark:data/sre16_eval_enroll/spk2utt scp:$enroll/xvector.scp ark:- |" \
     scp:$test/xvector.scp $sre16_trials exp/pauc_auto || exit 1

@@ -222,16 +222,31 @@ if [ $stage -le 14 ] && [ $stop_stage -ge 14 ]; then
 fi
 
 if $auto && [ $stage -le 15 ] && [ $stop_stage -ge 15 ]; then
-  # Held-out trials built like VoxCeleb1-O: a single segment against a single segment.
-  echo "$0: train-pauc-auto --enroll-utts=0 ${adapt:+--adapt=$adapt} $auto_opts (minutes; log: $train/log/train_pauc_auto.log)"
+  # Held-out trials built like VoxCeleb1-O: a single segment against a single segment. When
+  # the data directories have utt2dur (or utt2num_frames) the final calibration may keep the
+  # segments' durations (train-pauc-auto --quality-measures=auto decides on held-out trials);
+  # score-pauc-auto then gets the test segments' durations.
+  mkdir -p $train/pauc_auto_durations || exit 1
+  dur_opts=
+  "$script_dir/../common/utils/durations.sh" data/train $train/pauc_auto_durations/train
+  case $? in 0) dur_opts=--utt2dur=ark:$train/pauc_auto_durations/train ;; 2) ;; *) exit 1 ;; esac
+  score_dur=()
+  "$script_dir/../common/utils/durations.sh" data/$test_set $train/pauc_auto_durations/test
+  case $? in
+    0) score_dur=(--enroll-duration=ark:$train/pauc_auto_durations/test
+                  --test-duration=ark:$train/pauc_auto_durations/test) ;;
+    2) ;;
+    *) exit 1 ;;
+  esac
+  echo "$0: train-pauc-auto --enroll-utts=0 ${adapt:+--adapt=$adapt} $dur_opts $auto_opts (minutes; log: $train/log/train_pauc_auto.log)"
   $train_cmd $train/log/train_pauc_auto.log \
-    train-pauc-auto --enroll-utts=0 ${adapt:+"--adapt=$adapt"} $auto_opts \
+    train-pauc-auto --enroll-utts=0 ${adapt:+"--adapt=$adapt"} $dur_opts $auto_opts \
     scp:$train/xvector.scp ark:data/train/spk2utt $train/pauc_auto || exit 1
   awk -v script="$0" '$1 == "system" || $1 == "lda_dim" || $1 ~ /^heldout_(pauc|eer|min_dcf)$/ {
       line = line (line == "" ? "" : ", ") $1 " " $2 }
     END { print script ": chosen: " line }' $train/pauc_auto/system.txt || exit 1
   for list in $trials; do
-    score_split $list pauc_auto score-pauc-auto $train/pauc_auto \
+    score_split $list pauc_auto score-pauc-auto "${score_dur[@]}" $train/pauc_auto \
       scp:$test/xvector.scp scp:$test/xvector.scp TRIALS SCORES || exit 1
     report "$(system_label pauc_auto), $(set_label $list):" $(scores_of $list pauc_auto) \
       data/$test_set/$list || exit 1

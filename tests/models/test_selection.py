@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from pauc_backend.models import selection
-from pauc_backend.models.auto.evidence import TRAINING_FOLDS, Evidence
+from pauc_backend.models.auto.evidence import (DEV_TRIALS, IN_DOMAIN_PSEUDO, TRAINING_FOLDS,
+                                               Evidence)
 
 
 def evidence_of(P):
@@ -45,18 +46,26 @@ def test_shared_fold_difficulty_cancels_in_the_paired_se():
     assert selection.choose(evidence_of(P), [0, 1])[0] == 0
 
 
-def test_the_evidence_read_must_be_one_paired_source():
-    """Figures on unequal numbers of held-out parts are not paired; several sources need a
-    rule that combines them, which is not written yet: both refused, not guessed."""
+def test_the_evidence_read_must_be_paired_known_sources_of_the_same_candidates():
+    """Figures on unequal numbers of held-out parts are not paired; an unknown source, a
+    source twice, or sources rating other candidates (or in another order) are refused, not
+    guessed."""
     P = np.array([[0.5, 0.6, 0.7], [0.51, 0.61, 0.71]])
     unpaired = evidence_of(P)[0].rows[0], dict(evidence_of(P)[0].rows[1], folds=[{"pauc": 0.5}])
     with pytest.raises(ValueError, match="not paired"):
         selection.choose([Evidence(TRAINING_FOLDS, unpaired)], [0, 1])
-    other = Evidence("development trials", evidence_of(P)[0].rows)
-    with pytest.raises(ValueError, match="one source of evidence, got 2 .*development"):
-        selection.choose(evidence_of(P) + [other], [0, 1])
+    rows = evidence_of(P)[0].rows
+    with pytest.raises(ValueError, match="unknown source"):
+        selection.choose([Evidence("evaluation trials", rows)], [0, 1])
+    with pytest.raises(ValueError, match="two sources .*training folds"):
+        selection.choose(evidence_of(P) + evidence_of(P), [0, 1])
+    swapped = Evidence(DEV_TRIALS, rows[::-1], estimate="bootstrap")
+    with pytest.raises(ValueError, match="same candidates in the same order"):
+        selection.choose(evidence_of(P) + [swapped], [0, 1])
     with pytest.raises(ValueError, match="complexities"):
         selection.choose(evidence_of(P), [0])
+    with pytest.raises(ValueError, match="training folds or development trials"):
+        selection.choose([Evidence(IN_DOMAIN_PSEUDO, rows)], [0, 1])
 
 
 def test_trained_parameters_order():

@@ -8,7 +8,7 @@ from pauc_backend.cli.framework.trial_scoring import index_keys, score_trial_lis
 from pauc_backend.cli.framework.vector_input import check_dimension, check_finite
 from pauc_backend.cli.framework.domain_check import describe_shift, warn_if_out_of_domain
 from pauc_backend.errors import KaldiError
-from pauc_backend.kaldi_io import read_int32_table, read_vector_table
+from pauc_backend.kaldi_io import read_float_table, read_int32_table, read_vector_table
 from pauc_backend.models.auto.systems import candidate_title
 
 USAGE = """
@@ -23,6 +23,11 @@ Domain check: the enrollment and test vectors are compared with the training sta
 model directory stores (their mean shift in training within-speaker standard deviations,
 models/domain.py); above 0.4 (the demo's out-of-domain vectors: 0.97; ETRI's and TIMIT's own
 evaluation vectors: 0.06 and 0.14) ONE WARNING names the remedy, train-pauc-auto --adapt.
+Quality measures: when the model's calibration uses durations (system.txt: quality_measures
+with duration), --enroll-duration and --test-duration give the seconds of each enrollment and
+test key (utt2dur; an enrollment model's is the sum of its utterances', e.g. by
+utils/durations.sh --spk2utt); without them it is ONE ERROR. The embedding-norm measure needs
+nothing (the vectors carry it). Durations given to a model without them are not used (a LOG).
 
 Usage: score-pauc-auto [options] <model-dir> <enroll-vector-rspecifier> <test-vector-rspecifier> <trials-rxfilename> <scores-wxfilename>
 e.g.: score-pauc-auto --num-utts=ark:exp/enroll_num_utts.ark exp/pauc_auto ark:exp/enroll_spk.ark scp:data/test/xvector.scp data/trials exp/scores/pauc_auto
@@ -31,6 +36,37 @@ e.g.: score-pauc-auto --num-utts=ark:exp/enroll_num_utts.ark exp/pauc_auto ark:e
 tool = Tool("score-pauc-auto", USAGE)
 tool.register("num-utts", "", "Table of the number of utterances averaged into each "
               "enrollment vector, e.g. ark:num_utts.ark (default: 1 each)")
+tool.register("enroll-duration", "", "Rspecifier of the durations in seconds of the "
+              "enrollment keys (for a model whose calibration uses durations)")
+tool.register("test-duration", "", "Rspecifier of the durations in seconds of the test keys")
+
+
+@tool.check
+def _durations_together(opts):
+    if bool(opts.enroll_duration) != bool(opts.test_duration):
+        given, missing = (("enroll", "test") if opts.enroll_duration else ("test", "enroll"))
+        raise KaldiError("Invalid options: --%s-duration needs --%s-duration" % (given,
+                                                                              missing))
+
+
+def side_durations(rspecifier, keys):
+    """float64 seconds of each key (NaN where the table has none); ONE ERROR for a bad
+    value."""
+    table = read_float_table(rspecifier)
+    out = np.array([table.get(key, np.nan) for key in keys], dtype=np.float64)
+    bad = np.flatnonzero(~np.isnan(out) & ~(np.isfinite(out) & (out > 0)))
+    if bad.size:
+        raise KaldiError("Bad duration %r for key %s in %s (durations must be positive and "
+                         "finite)" % (out[bad[0]], keys[bad[0]], rspecifier))
+    return out
+
+
+def _check_used(durations, rows, keys, rspecifier, side):
+    missing = np.flatnonzero(np.isnan(durations[rows]))
+    if missing.size:
+        raise KaldiError("No duration for %s key %s in %s: the model's calibration uses the "
+                         "durations of every trial side" % (side, keys[rows[missing[0]]],
+                                                            rspecifier))
 
 
 def read_vectors(rspecifier, dim, what):
@@ -67,6 +103,15 @@ def run(opts, args):
     log.log("Back-end %s (%s, LDA %s) from %s" % (
         "+".join(model.members_), candidate_title(model.members_), card.get("lda_dim", "?"),
         model_dir))
+    if model.needs_durations and not opts.enroll_duration:
+        raise KaldiError("The back-end in %s calibrates with the durations of the trial sides "
+                         "(quality_measures %s in its system.txt): give --enroll-duration and "
+                         "--test-duration (utt2dur of the enrollment and test keys)"
+                         % (model_dir, ",".join(model.quality_)))
+    if opts.enroll_duration and not model.needs_durations:
+        log.log("The back-end in %s does not use durations (quality_measures %s): "
+                "--enroll-duration and --test-duration are not used"
+                % (model_dir, ",".join(model.quality_) or "none"))
     enroll_keys, E = read_vectors(enroll_rspecifier, model.n_features_in_, "enrollment")
     num_utts = np.ones(len(enroll_keys), dtype=np.int64)
     if opts.num_utts:
@@ -90,9 +135,17 @@ def run(opts, args):
     check_domain(log, model, model_dir, E, T)
     fe = model.features(E, num_utts)
     ft = model.features(T, 1)
+    durations = (None, None)
+    if model.needs_durations:
+        durations = (side_durations(opts.enroll_duration, enroll_keys),
+                     side_durations(opts.test_duration, test_keys))
 
     def score_fn(enroll_rows, test_rows):
-        return model.score_features(fe, ft, enroll_rows, test_rows, num_utts)
+        if durations[0] is not None:
+            _check_used(durations[0], enroll_rows, enroll_keys, opts.enroll_duration,
+                        "enrollment")
+            _check_used(durations[1], test_rows, test_keys, opts.test_duration, "test")
+        return model.score_features(fe, ft, enroll_rows, test_rows, num_utts, *durations)
 
     num_done = score_trial_list(log, trials_rx, scores_wx, enroll_keys, test_keys, score_fn,
                                 enroll_name="enrollment")

@@ -20,6 +20,7 @@ from pauc_backend.models.auto.adapt import check_candidates
 from pauc_backend.models.auto.systems import help_text as systems_help
 from pauc_backend.models.domain import TrainingDomain, is_out_of_domain
 from pauc_backend.cli.framework.domain_check import describe_shift
+from pauc_backend.cli.framework import dev_trials as dev_options
 
 USAGE = """
 Chooses a whole speaker-verification back-end from TRAINING data alone and trains it.
@@ -67,6 +68,29 @@ domain (its mean and total covariance, one linear map) before it is rated; the l
 system.txt give the adaptation set's size and domain shift (models/domain.py) before and
 after. Without it, score-pauc-auto warns when the scored vectors look out of domain.
 
+In-domain evidence: labelled development trials of your domain (--dev-vectors, --dev-trials,
+optionally --dev-enroll, --dev-utt2spk, --dev-utt2dur). Every fold's models also score them
+(at most --max-dev-trials, a seeded sample beyond); a candidate's development figure is that
+of its folds' scores averaged, its standard errors come from --dev-resamples paired two-way
+cluster-bootstrap resamples of the development speakers, and a fusion is rated with weights
+cross-fitted over groups of the enrolled speakers. The rule (models/selection.py): the
+development trials RATE (the training folds are only reported, in the log and system.txt side
+by side); raw cosine (cosine_raw) and the cosine of vectors centred on the in-domain mean at
+LDA none (cosine_centred, with --adapt centred on the adaptation set's mean) are then ALWAYS
+candidates, even when --candidates omits them (LDA none is added to --lda-dims for the
+latter), and any other candidate is chosen only if it beats EACH of them on the development
+trials by more than its paired standard error; among those and the two baselines, --selection
+decides. Without in-domain evidence the rule is the training folds' (--selection, as above;
+an explicit --candidates list is then taken as given). The chosen back-end, retrained on every
+training speaker, scores the development trials once more and its final fusion/calibration is
+learned on those scores (else on the pooled held-out scores of the training folds).
+Quality measures (QMF, as train-calibration): --quality-measures=auto keeps, among the sets
+the data allow (none; norm = the raw vectors' norm over the training median, which needs
+nothing; with durations (--dev-utt2dur, or --utt2dur without development trials) duration and
+duration+norm), the simplest whose cross-fitted calibration loss is within one paired SE of
+the best; score-pauc-auto then needs --enroll-duration/--test-duration when durations are kept.
+The development options work in one process (not with --fold-stage/--combine).
+
 The input vectors are RAW (as extracted, not mean-subtracted). The model directory holds
 Kaldi-format pieces (mean.vec, transform.mat, plda, metric_*, fusion) and system.txt, which
 names the chosen system and its cross-fitted figures. Score with score-pauc-auto.
@@ -111,6 +135,7 @@ tool.register("adapt", "", "Unlabelled vectors of the domain you will score (e.g
               "and pauc_latent in the default --candidates), and the log and system.txt give "
               "their domain shift; without it score-pauc-auto warns when the scored vectors "
               "look out of the training domain")
+dev_options.register(tool)
 tool.register("binary", True, "Write the model pieces in binary mode")
 tool.register("fold-stage", 0, "0: the whole training here; 1, 2 or 3: only that stage of the "
               "cross-fitting for the folds of job --fold, written to the directory given as "
@@ -136,6 +161,7 @@ def _options(opts):
         raise KaldiError("--fold=%d needs --fold-stage=1 or 2 or 3" % opts.fold)
     if opts.fold_stage:
         job_folds(opts.fold, opts.fold_jobs, max(2, opts.num_folds))   # the job number
+    dev_options.check_options(opts)
     model = make_estimator(opts)
     try:
         check_candidates(model.candidates, bool(opts.adapt))
@@ -191,7 +217,8 @@ def run(opts, args):
         raise KaldiError("No speaker in %s has a vector in %s"
                          % (spk2utt_rspecifier, vector_rspecifier))
     check_finite(keys, X, vector_rspecifier, speakers.rows)
-    utts = [keys[row] for row in speakers.rows] if opts.utt2group else None
+    utts = ([keys[row] for row in speakers.rows] if opts.utt2group or opts.utt2dur
+            else None)
     # the table is held once: reordered (a copy) only when spk2utt lists it in another order
     if not np.array_equal(speakers.rows, np.arange(X.shape[0])):
         X = X[speakers.rows]
@@ -206,7 +233,10 @@ def run(opts, args):
         groups = np.array([table[u] for u in utts])
     log.log("Read %d vectors of dimension %d from %d speakers"
             % (X.shape[0], X.shape[1], len(speakers.speakers)))
+    durations = (dev_options.read_durations(opts.utt2dur, utts, "training utterance")
+                 if opts.utt2dur else None)
     A = read_adapt(opts.adapt, X, labels, log) if opts.adapt else None
+    dev = dev_options.read_dev_trials(opts, X.shape[1], log) if opts.dev_trials else None
     if opts.fold_stage:
         folds = job_folds(opts.fold, opts.fold_jobs, opts.num_folds)
         if not folds:
@@ -218,10 +248,10 @@ def run(opts, args):
         progress.close()
         return 0
     if opts.combine:
-        combine(model, X, labels, groups, opts.combine, X_adapt=A)
+        combine(model, X, labels, groups, opts.combine, X_adapt=A, durations=durations)
     else:
         try:
-            model.fit(X, labels, groups, X_adapt=A)
+            model.fit(X, labels, groups, X_adapt=A, dev=dev, durations=durations)
         except ValueError as err:
             raise KaldiError("Cannot choose a back-end: %s" % err) from None
     progress.close()

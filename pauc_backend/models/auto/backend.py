@@ -32,18 +32,22 @@ returns those fused/calibrated scores. Every parameter is declared once, in
 models.auto.params (default, allowed values, help), which train-pauc-auto reads too.
 """
 
+import dataclasses
+
 import numpy as np
 
 from pauc_backend.models import selection
 from pauc_backend.models.auto import adapt as auto_adapt, params as auto_params
 from pauc_backend.models.auto.crossfit import CrossFit
 from pauc_backend.models.auto.folds import dim_label
+from pauc_backend.models.auto import final, qmf
 from pauc_backend.models.auto.params import DEFAULT_CANDIDATES
 from pauc_backend.models.auto.policy import make_plan
 from pauc_backend.models.auto.settings import Reporter, Settings
 from pauc_backend.models.auto.systems import base_system, candidate_title, parse_candidate
 
 _D = auto_params.default
+BASELINES = ("cosine_raw", "cosine_centred")     # with in-domain evidence (models.selection)
 
 
 class AutoBackend:
@@ -78,7 +82,8 @@ class AutoBackend:
                  log=None, max_trials=_D("max_trials"), progress=None,
                  progress_interval=_D("progress_interval"), max_speakers=_D("max_speakers"),
                  max_vectors=_D("max_vectors"), screen_factor=_D("screen_factor"),
-                 max_adapt_vectors=_D("max_adapt_vectors")):
+                 max_adapt_vectors=_D("max_adapt_vectors"), max_dev_trials=_D("max_dev_trials"),
+                 dev_resamples=_D("dev_resamples"), quality_measures=_D("quality_measures")):
         self.lda_dims = lda_dims
         self.candidates = candidates
         self.num_folds = num_folds
@@ -105,6 +110,9 @@ class AutoBackend:
         self.max_vectors = max_vectors
         self.screen_factor = screen_factor
         self.max_adapt_vectors = max_adapt_vectors
+        self.max_dev_trials = max_dev_trials
+        self.dev_resamples = dev_resamples
+        self.quality_measures = quality_measures
 
     # -- scikit-learn conventions ---------------------------------------------------------------
     @classmethod
@@ -128,7 +136,7 @@ class AutoBackend:
         auto_params.check(values)
         for name in ("lda_dims", "candidates", "dplda_lambdas", "max_trials",
                      "max_utts_per_speaker", "max_fusion_trials", "max_rating_fusion_trials",
-                     "max_speakers", "max_vectors", "max_adapt_vectors"):
+                     "max_speakers", "max_vectors", "max_adapt_vectors", "max_dev_trials"):
             setattr(self, name, auto_params.normalised(name, getattr(self, name)))
         return values
 
@@ -139,7 +147,7 @@ class AutoBackend:
         settings = getattr(self, "settings_", None) or Settings.of(self.get_params())
         return settings.pipeline(lda_dim, systems, seed)
 
-    def _check(self, X, y, groups, adapted=False):
+    def _check(self, X, y, groups, adapted=False, in_domain=False):
         X = np.asarray(X)
         if X.dtype != np.float32:
             X = X.astype(np.float32)
@@ -160,21 +168,29 @@ class AutoBackend:
         if adapted and tuple(names) == tuple(DEFAULT_CANDIDATES):
             names = list(auto_adapt.adapted_candidates(names))
         auto_adapt.check_candidates(names, adapted)
+        if in_domain:        # the do-no-harm baselines are always candidates (selection)
+            have = {parse_candidate(name) for name in names}
+            names += [b for b in BASELINES if (b,) not in have]
         return X, y, {name: parse_candidate(name) for name in names}
 
     # -- fitting -----------------------------------------------------------------------------
-    def fit(self, X, y, groups=None, X_adapt=None):
+    def fit(self, X, y, groups=None, X_adapt=None, dev=None, durations=None):
         """Cross-fit every candidate on raw training vectors X (n, D) with speaker labels y,
         keep one by held-out pAUC[alpha, beta] (``selection``), retrain it on all speakers.
         ``X_adapt``: unlabelled raw vectors of the domain to be scored (models.auto.adapt:
         the centring mean, the adapted PLDA and what the cross-fitting can see).
+        ``dev``: labelled development trials of that domain (models.auto.dev.DevTrials):
+        they rate the candidates, the do-no-harm baselines are always among them
+        (models.selection), and the final fusion/calibration is learned on the final
+        model's scores of them. ``durations``: seconds of each training vector (utt2dur),
+        for the quality measures of the final calibration (models.auto.qmf).
 
         The same in steps, for folds run as separate jobs (train-pauc-auto --fold-stage):
         ``plan = prepare(X, y, groups)``; for each stage 1..3, ``cross_fit_stage(plan,
         stage, folds)`` on each job's folds and ``add_fold_results(plan, stage, results)``
         of all folds; then ``finish(plan)``. A stage depends on the previous one of every
         fold (it is defined by its ratings)."""
-        plan = self.prepare(X, y, groups, X_adapt)
+        plan = self.prepare(X, y, groups, X_adapt, dev, durations)
         try:
             for stage in (1, 2, 3):
                 self.add_fold_results(plan, stage, self.cross_fit_stage(plan, stage))
@@ -187,19 +203,35 @@ class AutoBackend:
         if getattr(self, "_reporter", None) is not None:
             self._reporter.close()
 
-    def prepare(self, X, y, groups=None, X_adapt=None):
+    def prepare(self, X, y, groups=None, X_adapt=None, dev=None, durations=None):
         """Check the data and the parameters, choose the cross-fitting subset, deal the
         speaker folds, build every fold's held-out trials (models.auto.policy); returns the
         plan. Resets the store of held-out scores."""
-        X, y, members = self._check(X, y, groups, X_adapt is not None)
+        X, y, members = self._check(X, y, groups, X_adapt is not None, dev is not None)
         if X_adapt is not None:
             X_adapt = auto_adapt.check_adapt(X_adapt, X.shape[1])
-        settings = self.settings_ = Settings.of(self.get_params())
+        if durations is not None:
+            durations = np.asarray(durations, dtype=np.float64).reshape(-1)
+            if durations.size != X.shape[0] or not np.all(np.isfinite(durations)
+                                                           & (durations > 0)):
+                raise ValueError("durations need one positive finite value per training "
+                                 "vector")
+        settings = Settings.of(self.get_params())
+        if dev is not None:
+            dev = dataclasses.replace(dev).check(X.shape[1]).capped(
+                settings.max_dev_trials, settings.random_state)
+            if 0 not in settings.lda_dims:     # the centred cosine baseline is at LDA none
+                settings = dataclasses.replace(settings, lda_dims=(0,) + settings.lda_dims)
+        qmf.measure_sets(settings.quality_measures,
+                         (dev.durations if dev is not None else durations) is not None)
+        self.settings_ = settings
         self._close()
         reporter = self._reporter = Reporter(self.log, self.progress, self.progress_interval)
         self.n_features_in_ = X.shape[1]
         plan = make_plan(settings, reporter, X, y, groups, members)
         plan.adapt = X_adapt
+        plan.dev = dev
+        plan.durations = durations
         if X_adapt is not None:        # each held-out fold moved into the adaptation domain
             rows, _ = auto_adapt.adapt_rows(X_adapt.shape[0], settings.max_adapt_vectors,
                                             settings.random_state)
@@ -221,6 +253,12 @@ class AutoBackend:
                                  "%d (%d target%s)" % (t.is_target.size, t.num_target,
                                                        ", sampled" if t.sampled else "")
                                  for t in plan.trials)))
+        if dev is not None:
+            reporter.log("Development trials rate the candidates: %s; raw cosine and the "
+                         "centred cosine at LDA none are always candidates (do no harm: "
+                         "models/selection.py)%s" % (
+                             dev.describe(), "" if 0 in self.lda_dims else
+                             "; LDA none added to the dimensions for the centred cosine"))
         return plan
 
     def _take_decisions(self, plan):
@@ -236,8 +274,9 @@ class AutoBackend:
 
     def cross_fit_stage(self, plan, stage, folds=None):
         """Held-out results of ``stage`` on ``folds`` (0-based; None: all), in n_jobs
-        processes if > 1: an iterator of ((dim, fold), figures, kept scores, errors), dims
-        outer, folds inner. Nothing is stored (add_fold_results does)."""
+        processes if > 1: an iterator of ((dim, fold), figures, kept scores, errors,
+        development scores), dims outer, folds inner. Nothing is stored (add_fold_results
+        does)."""
         return plan.run(stage, folds)
 
     def add_fold_results(self, plan, stage, results):
@@ -249,9 +288,11 @@ class AutoBackend:
 
     # -- the choice and the final model -------------------------------------------------------
     def finish(self, plan):
-        """Choose among the candidates rated at the full budget, learn the chosen one's
-        fusion on the pooled held-out scores, release the store, retrain the chosen one on
-        all speakers; returns self."""
+        """Choose among the candidates rated at the full budget (models.selection, on every
+        source of evidence), release the stores, retrain the chosen one on all speakers,
+        learn its fusion/calibration (with quality measures, models.auto.qmf) on the pooled
+        held-out scores or, with development trials, on the final model's scores of them;
+        returns self."""
         for stage in (1, 2, 3):
             plan.stage_work(stage)
             plan.need_folds(stage)
@@ -263,24 +304,23 @@ class AutoBackend:
         full = [r for r in self.cv_results_ if r["budget"] == "full"]
         if not full:
             raise ValueError("no candidate could be rated")
-        self.evidence_ = [plan.evidence(full)]
+        self.evidence_ = self._evidence(plan, full)
         self._choose(self.evidence_, plan)
         name, dim = self.chosen_["candidate"], self.chosen_["lda_dim"]
         self.members_ = plan.members[name]
         self.lda_dim_ = dim
 
-        # Fusion/calibration weights on all held-out scores, then retrain on everything.
-        reporter.note(where="fusion weights of %s" % name)
-        score_dim = self.chosen_["score_dim"]
-        if not plan.store.has_columns(score_dim, self.members_):
-            plan.recompute(score_dim, self.members_)
-        pooled, labels = plan.store.pooled(score_dim, self.members_,
-                                           settings.max_fusion_trials,
-                                           settings.random_state + 7)
+        calibration = None
+        if plan.dev is None:      # the calibration data: every fold's held-out scores
+            reporter.note(where="fusion weights of %s" % name)
+            score_dim = self.chosen_["score_dim"]
+            if not plan.store.has_columns(score_dim, self.members_):
+                plan.recompute(score_dim, self.members_)
+            calibration = final.heldout_data(plan, self.members_, score_dim)
         self.heldout_labels_ = list(plan.store.labels)
-        self.fusion_ = settings.fusion(0)(pooled, labels)
-        del pooled
         plan.store.clear()
+        if plan.dev_scores is not None:
+            plan.dev_scores.clear()
         self.pipeline_ = self._make_pipeline(dim, self.members_, settings.random_state)
         if self.dplda_lambda_ is not None:          # only the cross-fitted lambda
             self.pipeline_.dplda_lambdas = (self.dplda_lambda_,)
@@ -308,34 +348,67 @@ class AutoBackend:
                              subset, ", PLDA adapted to it" if self.pipeline_.plda_adapt_
                              is not None else "", ", ".join(
                                  line.replace(" ", " = ") for line in self.adapt_lines_[1:])))
+        if plan.dev is not None:
+            calibration = final.dev_data(plan, self.pipeline_)
+        fitted = final.calibrate(plan, calibration)
+        self.fusion_ = fitted["fusion"]
+        self.quality_ = fitted["quality"]
+        self.quality_norm_median_ = fitted["norm_median"]
+        self.quality_lines_ = fitted["lines"]
+        self.calibration_data_ = calibration["what"]
+        self.final_dev_ = fitted["final_dev"]
         return self
 
+    def _evidence(self, plan, full):
+        """The sources the choice reads (models.auto.evidence) for the candidates ``full``:
+        the training folds, and the development trials when given (the candidates they
+        could not rate are left out of the choice, logged)."""
+        if plan.dev_scores is None:
+            return [plan.evidence(full)]
+        dev = [plan.dev_rows.get((r["candidate"], r["lda_dim"], "full")) for r in full]
+        keep = [i for i, d in enumerate(dev) if d is not None]
+        if not keep:
+            raise ValueError("no candidate could be rated on the development trials")
+        for i in sorted(set(range(len(full))) - set(keep)):
+            plan.reporter.log("%s (LDA %s) has no development figures: not a candidate of "
+                              "the choice" % (full[i]["candidate"],
+                                              dim_label(full[i]["lda_dim"])))
+        self.dev_results_ = [{k: v for k, v in d.items() if k != "folds"}
+                             for d in plan.dev_rows.values() if d is not None]
+        return [plan.evidence([full[i] for i in keep]),
+                plan.dev_evidence([dev[i] for i in keep])]
+
     def _choose(self, evidence, plan):
-        """chosen_ by the selection rule from the ``evidence`` (a list of Evidence, today the
-        training folds' full-budget rows), with the reasons logged."""
+        """chosen_ by the selection rule from the ``evidence`` (a list of Evidence: the
+        training folds' full-budget rows, and the development trials' when given), with the
+        reasons logged."""
         settings = plan.settings
         rows = list(evidence[0].rows)
         chosen, verdict = selection.choose(evidence, plan.complexity(rows), settings.selection)
         self.chosen_ = dict(rows[chosen])
-        reference = next((i for i, r in enumerate(rows) if r["candidate"] == "cosine_raw"),
-                         None)
+        self.verdict_ = verdict
 
         def label(i):
             return "%s (LDA %s)" % (rows[i]["candidate"], dim_label(rows[i]["lda_dim"]))
 
-        lines, self.reason_lines_ = selection.describe_choice(rows, chosen, verdict, label,
-                                                              reference)
+        lines, self.reason_lines_ = selection.explain(evidence, chosen, verdict, label)
         plan.reporter.log("Chose %s with LDA %s: held-out pAUC[%g,%g] %.4f, EER %.2f%%, "
-                          "minDCF(0.01) %.4f" % (
+                          "minDCF(0.01) %.4f%s" % (
                               self.chosen_["candidate"], dim_label(self.chosen_["lda_dim"]),
                               settings.alpha, settings.beta, self.chosen_["pauc"],
-                              100 * self.chosen_["eer"], self.chosen_["min_dcf"]))
+                              100 * self.chosen_["eer"], self.chosen_["min_dcf"], "".join(
+                                  "; %s pAUC %.4f, EER %.2f%%, minDCF(0.01) %.4f" % (
+                                      e.source, e.rows[chosen]["pauc"],
+                                      100 * e.rows[chosen]["eer"], e.rows[chosen]["min_dcf"])
+                                  for e in evidence[1:] if "eer" in e.rows[chosen])))
         for line in lines:
             plan.reporter.log(line)
 
     @classmethod
-    def from_parts(cls, pipeline, fusion, n_features_in):
-        """A fitted back-end from a stored pipeline (BackendPipeline.from_parts) and fusion."""
+    def from_parts(cls, pipeline, fusion, n_features_in, norm_median=None):
+        """A fitted back-end from a stored pipeline (BackendPipeline.from_parts) and fusion
+        (a LinearFusion, or a QualityFusion of models.quality whose measures are
+        models.auto.qmf's; ``norm_median``: the unit of the norm measure)."""
         model = cls()
         model.pipeline_ = pipeline
         model.members_ = tuple(pipeline.systems)
@@ -345,48 +418,98 @@ class AutoBackend:
         if fusion.weights_.size != len(model.members_):
             raise ValueError("the fusion has %d weights for %d systems"
                              % (fusion.weights_.size, len(model.members_)))
+        model.quality_ = tuple(m.name for m in getattr(fusion, "measures", ()))
+        for m in getattr(fusion, "measures", ()):
+            if qmf.MEASURES.get(m.name) != m:
+                raise ValueError("the fusion's quality measure %s (log %s, clip [%g, %g]) is "
+                                 "not one the automatic back-end makes" % (m.name, m.log,
+                                                                          m.low, m.high))
+        if "norm" in model.quality_ and not (norm_median and norm_median > 0):
+            raise ValueError("the fusion uses the norm measure but no positive median norm "
+                             "is given")
+        model.quality_norm_median_ = norm_median if "norm" in model.quality_ else None
         return model
 
     # -- scoring -------------------------------------------------------------------------------
+    @property
+    def needs_durations(self):
+        """True when the calibration uses the durations of the scored sides (QMF)."""
+        return "duration" in getattr(self, "quality_", ())
+
     def features(self, X, num_utts=1):
         """What ``score_features`` needs of raw vectors X (rows averaged over num_utts)."""
         X = np.asarray(X, dtype=np.float32)
         if X.ndim != 2 or X.shape[1] != self.n_features_in_:
             raise ValueError("vectors have dimension %s but the back-end was trained on %d"
                              % (X.shape[1:] or "?", self.n_features_in_))
-        return self.pipeline_.features(X, num_utts)
+        out = self.pipeline_.features(X, num_utts)
+        if "norm" in getattr(self, "quality_", ()):
+            out[qmf.NORM_KEY] = qmf.side_norms(X)
+        return out
 
-    def score_features(self, enroll_feats, test_feats, enroll_rows, test_rows, num_utts=1):
+    def score_features(self, enroll_feats, test_feats, enroll_rows, test_rows, num_utts=1,
+                       enroll_duration=None, test_duration=None):
         """Fused/calibrated scores of trials (enroll_rows[k], test_rows[k]); num_utts is the
-        count of vectors averaged into each enrollment row (scalar or per row)."""
+        count of vectors averaged into each enrollment row (scalar or per row). With the
+        duration measure (``needs_durations``) ``enroll_duration``/``test_duration`` give
+        the seconds of each enrollment/test row (an enrollment model's: the sum of its
+        utterances')."""
         raw = self.pipeline_.score(enroll_feats, test_feats, enroll_rows, test_rows, num_utts)
-        return self.fusion_.transform(raw)
+        names = getattr(self, "quality_", ())
+        if not names:
+            return self.fusion_.transform(raw)
+        durations = norms = None
+        if "duration" in names:
+            if enroll_duration is None or test_duration is None:
+                raise ValueError("the calibration of this back-end uses the durations of the "
+                                 "trial sides (QMF): give enroll_duration and test_duration")
+            durations = (np.asarray(enroll_duration, dtype=np.float64)[enroll_rows],
+                         np.asarray(test_duration, dtype=np.float64)[test_rows])
+        if "norm" in names:
+            norms = (enroll_feats[qmf.NORM_KEY][enroll_rows], test_feats[qmf.NORM_KEY][test_rows])
+        eq, tq = qmf.quality_values(names, durations, norms, self.quality_norm_median_)
+        return self.fusion_.transform(raw, eq, tq)
 
-    def score(self, enroll, test, enroll_rows, test_rows, num_utts=1):
+    def score(self, enroll, test, enroll_rows, test_rows, num_utts=1, enroll_duration=None,
+              test_duration=None):
         """Scores of trials between raw enrollment vectors (speaker means of num_utts raw
-        vectors, or single vectors) and raw test vectors; higher = same speaker."""
+        vectors, or single vectors) and raw test vectors; higher = same speaker. Durations
+        as ``score_features``."""
         return self.score_features(self.features(enroll, num_utts), self.features(test, 1),
-                                   enroll_rows, test_rows, num_utts)
+                                   enroll_rows, test_rows, num_utts, enroll_duration,
+                                   test_duration)
 
     def describe(self):
         """A short text description of the chosen system, its cross-fitted figures, why it
-        was kept (models.selection) and what the cross-fitting screened and promoted."""
+        was kept (models.selection), its calibration's quality measures (models.auto.qmf)
+        and what the cross-fitting screened and promoted."""
         lines = ["system %s" % "+".join(self.members_),
                  "system_title %s" % candidate_title(self.members_),
                  "lda_dim %s" % dim_label(self.lda_dim_),
                  "fusion_weights %s" % " ".join("%.6g" % w for w in self.fusion_.weights_),
-                 "fusion_offset %.6g" % self.fusion_.offset_,
-                 "alpha %g" % self.alpha, "beta %g" % self.beta,
-                 "num_folds %d" % self.num_folds, "enroll_utts %d" % self.enroll_utts,
-                 "seed %d" % self.random_state,
-                 "asnorm_top_n %d" % self.pipeline_.asnorm_top_n]
+                 "fusion_offset %.6g" % self.fusion_.offset_]
+        names = getattr(self, "quality_", ())
+        lines.append("quality_measures %s" % (",".join(names) or "none"))
+        if names:
+            lines.append("quality_weights %s" % " ".join(
+                "%.6g" % w for w in self.fusion_.quality_weights_))
+        if "norm" in names:
+            lines.append("quality_norm_median %.9g" % self.quality_norm_median_)
+        lines += ["alpha %g" % self.alpha, "beta %g" % self.beta,
+                  "num_folds %d" % self.num_folds, "enroll_utts %d" % self.enroll_utts,
+                  "seed %d" % self.random_state,
+                  "asnorm_top_n %d" % self.pipeline_.asnorm_top_n]
         if "dplda" in {base_system(m) for m in self.members_}:
             lines.append("dplda_lambda %g" % self.pipeline_.dplda_model().regularization)
         for key in ("pauc", "pauc_001", "eer", "min_dcf"):
             lines.append("heldout_%s %.6g" % (key, self.chosen_[key]))
         lines += getattr(self, "reason_lines_", [])
+        if getattr(self, "final_dev_", None) is not None:
+            lines += ["final_dev_%s %.6g" % (k, self.final_dev_[k])
+                      for k in ("pauc", "pauc_001", "eer", "min_dcf")]
+        lines += ["calibration_data %s" % self.calibration_data_.replace(" ", "_")]\
+            if getattr(self, "calibration_data_", None) else []
+        lines += ["quality_choice %s" % line for line in getattr(self, "quality_lines_", [])]
         lines += getattr(self, "adapt_lines_", [])
         lines += getattr(self, "crossfit_", [])
         return "\n".join(lines) + "\n"
-
-

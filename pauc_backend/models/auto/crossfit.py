@@ -13,7 +13,8 @@ it), ``lines`` (what was screened and promoted and why, for system.txt: crossfit
 import numpy as np
 
 from pauc_backend.models import selection
-from pauc_backend.models.auto.evidence import training_folds
+from pauc_backend.models.auto.devscores import DevScores
+from pauc_backend.models.auto.evidence import dev_trials, training_folds
 from pauc_backend.models.auto.folds import (choose_dplda_lambda, dim_label, fold_task,
                                             run_fold_tasks, task_systems)
 from pauc_backend.models.auto.policy import (SCREEN_CANDIDATES, SCREEN_DIMS, Stage,
@@ -40,6 +41,13 @@ class CrossFit:
                                   settings.beta)
         self.rows = {}               # (candidate, lda_dim, budget) -> row of cv_results_
         self.screen_rows = []        # the cheap systems at each dimension, candidates or not
+        # labelled development trials (models.auto.dev): their fold sums and rated rows, keyed
+        # as ``rows`` and ``screen_rows``
+        self.dev_scores = (None if getattr(plan, "dev", None) is None else
+                           DevScores(plan.dev, settings.alpha, settings.beta,
+                                     settings.dev_resamples, settings.random_state))
+        self.dev_rows = {}
+        self.screen_dev_rows = []
         self.dplda_lambda = None     # the discriminative PLDA's, once chosen
         self.lines = ["crossfit_data %s" % plan.subset]      # for system.txt (crossfit_)
 
@@ -117,8 +125,11 @@ class CrossFit:
         as every fold of it is in; log what could not be trained."""
         work = self.stage_work(stage)
         failed, seen = {}, {}
-        for (dim, k), figures, columns, errors in results:
+        for item in results:
+            (dim, k), figures, columns, errors = item[:4]
             self.store.add(dim, k, figures, columns)
+            if self.dev_scores is not None:
+                self.dev_scores.add(dim, k, item[4] if len(item) > 4 else {})
             self.done.setdefault(stage, set()).add(k)
             seen.setdefault(dim, set()).add(k)
             for what, err in errors:
@@ -143,13 +154,24 @@ class CrossFit:
                                        work.lambdas is None)
             if best is not None:
                 self.dplda_lambda = best
+                if self.dev_scores is not None:     # the same lambda's development scores
+                    names = [n for n in self.dev_scores.names_at(dim) if "@" in n]
+                    for name in names:
+                        if float(name.split("@")[1]) == best:
+                            self.dev_scores.alias(dim, name, name.split("@")[0])
+                    self.dev_scores.drop(dim, names)
         self._rate(dim, work)
         if work.name == SCREEN_DIMS:
             for name in work.systems:     # the screened systems, candidates or not
                 if not dim_free((name,)) and self.store.has_figures(dim, name):
                     self.screen_rows.append(_row(name, dim, dim, "full",
                                                  self.store.fold_figures(dim, name)))
+                    if self.dev_scores is not None:
+                        self.screen_dev_rows.append(self._dev_row(name, (name,), dim, dim,
+                                                                  "full"))
             self.store.release(dim, keep=work.keep)
+            if self.dev_scores is not None:
+                self.dev_scores.release(dim, keep=work.keep)
 
     # -- rating ------------------------------------------------------------------------------
     def _rate(self, dim, work):
@@ -190,6 +212,36 @@ class CrossFit:
                                        row["pauc"], 100 * row["eer"], row["min_dcf"], extra,
                                        "" if key[2] == "full" else "  (screening: folds %s)"
                                        % ",".join(str(k + 1) for k in folds)))
+            if self.dev_scores is not None:
+                dev = self.dev_rows[key] = self._dev_row(name, self.members[name], key[1], dim,
+                                                         key[2])
+                if dev is None:
+                    reporter.log("Development %-33s LDA %4s: fusion cannot be trained on "
+                                 "them (too few enrolled speakers, or separable scores): "
+                                 "not rated there" % (name, dim_label(key[1])))
+                else:
+                    reporter.log("Development %-33s LDA %4s: pAUC[%g,%g] %.4f  EER %.2f%%  "
+                                 "minDCF(0.01) %.4f  (models of %d fold%s averaged)" % (
+                                     name, dim_label(key[1]), s.alpha, s.beta, dev["pauc"],
+                                     100 * dev["eer"], dev["min_dcf"], dev["model_folds"],
+                                     "" if dev["model_folds"] == 1 else "s"))
+
+    def _dev_row(self, name, members, lda_dim, score_dim, budget):
+        """The development row of a candidate (models.auto.devscores): its figures on the
+        whole development list, per bootstrap resample under "folds"; None when it cannot
+        be rated there."""
+        s = self.settings
+        limit = s.rating_fusion_limit
+        rated = self.dev_scores.rate(score_dim, members,
+                                     s.fusion(0 if limit == float("inf") else int(limit)))
+        if rated is None:
+            return None
+        point, resampled = rated
+        row = {"candidate": name, "lda_dim": lda_dim, "score_dim": score_dim,
+               "budget": budget, "folds": resampled,
+               "model_folds": self.dev_scores.num_folds(score_dim, members)}
+        row.update(point)
+        return row
 
     def rows_at(self, dims=None):
         """Rated rows (at ``dims``, dimension-free ones always) in a stable order: dimension,
@@ -211,18 +263,26 @@ class CrossFit:
         rated = self.screen_rows
         if not rated:
             raise ValueError("PLDA and cosine could not be trained at any LDA dimension")
-        kept, verdict = selection.choose([self.evidence(rated)], self.complexity(rated),
-                                         self.settings.selection)
+        sources = [self.evidence(rated)]
+        if self.dev_scores is not None:    # the development trials rate the dimensions
+            keep = [i for i, d in enumerate(self.screen_dev_rows) if d is not None]
+            rated = [rated[i] for i in keep]
+            sources = [sources[0].subset(keep),
+                       self.dev_evidence([self.screen_dev_rows[i] for i in keep])]
+        kept, verdict = selection.choose(sources, self.complexity(rated),
+                                         self.settings.selection, baselines=())
         best, row = rated[verdict["best"]], rated[kept]
+        where = "held-out" if len(sources) == 1 else "development"
+        figure = verdict["means"]
         if kept == verdict["best"]:
-            why = ("%s has the best held-out pAUC of the cheap systems (%.4f)"
-                   % (row["candidate"], row["pauc"]))
+            why = ("%s has the best %s pAUC of the cheap systems (%.4f)"
+                   % (row["candidate"], where, figure[kept]))
         else:
-            diff, se = selection.paired(rated, verdict["best"], kept)
+            diff, se = sources[-1].paired(verdict["best"], kept)
             why = ("%s (%.4f) is the simplest of the cheap systems within one standard error "
-                   "of the best, %s at LDA %s (%.4f, %.4f +- %.4f better)"
-                   % (row["candidate"], row["pauc"], best["candidate"],
-                      dim_label(best["lda_dim"]), best["pauc"], diff, se))
+                   "of the best %s pAUC, %s at LDA %s (%.4f, %.4f +- %.4f better)"
+                   % (row["candidate"], figure[kept], where, best["candidate"],
+                      dim_label(best["lda_dim"]), figure[verdict["best"]], diff, se))
         self.reporter.log("LDA %s: %s; the other systems are cross-fitted there"
                           % (dim_label(row["lda_dim"]), why))
         return row["lda_dim"], "screened_lda_dims %s with %s; promoted LDA %s: %s" % (
@@ -236,6 +296,12 @@ class CrossFit:
             rows = [r for r in self.rows_at() if r["budget"] == "full"]
         return training_folds(rows, self.settings.num_folds, self.subset,
                               self.settings.enroll_utts)
+
+    def dev_evidence(self, dev_rows):
+        """The Evidence of the development trials (models.auto.evidence) of ``dev_rows``."""
+        return dev_trials(dev_rows, "%s; each candidate's scores averaged over its folds' "
+                          "models, %d paired cluster-bootstrap resamples of the speakers"
+                          % (self.dev_scores.dev.describe(), len(self.dev_scores.draws)))
 
     def complexity(self, rows):
         """The trained parameters of each row's candidate (models.selection.complexity)."""
@@ -254,14 +320,19 @@ class CrossFit:
                 or ((r["candidate"], r["lda_dim"], "screen") not in self.rows)]
         mean = {id(r): np.mean([r["folds"][i if r["budget"] == "screen" else k]["pauc"]
                                 for i, k in enumerate(folds)]) for r in rows}
+        if self.dev_scores is not None:    # the development trials rate: their pAUC ranks
+            dev = {id(r): self.dev_rows.get((r["candidate"], r["lda_dim"], r["budget"]))
+                   for r in rows}
+            mean = {i: (-np.inf if d is None else d["pauc"]) for i, d in dev.items()}
         count = max(1, -(-len(rows) // factor))
         top = sorted(rows, key=lambda r: -mean[id(r)])[:count]
         promoted = [r for r in top if r["budget"] == "screen"]
         names = tuple(dict.fromkeys(r["candidate"] for r in promoted))
-        line = ("%d candidates rated at LDA %s on folds %s; the best %d (1/%d) by held-out "
+        line = ("%d candidates rated at LDA %s on folds %s; the best %d (1/%d) by %s "
                 "pAUC there: %s" % (len(rows), ",".join(dim_label(d) for d in screen.dims),
-                                    ",".join(str(k + 1) for k in folds), count,
-                                    factor, ", ".join(
+                                    ",".join(str(k + 1) for k in folds), count, factor,
+                                    "held-out" if self.dev_scores is None else "development",
+                                    ", ".join(
                                         "%s %.4f" % (r["candidate"], mean[id(r)]) for r in top)))
         line += ("; promoted to the other folds: %s" % ", ".join(names) if names else
                  "; every one of them is already rated on every fold: nothing more to "
@@ -283,7 +354,7 @@ class CrossFit:
         stage = Stage("held-out scores of the chosen candidate", [dim], tuple(members),
                       keep=frozenset(members))
         for k in self.settings.every_fold:
-            _, columns, _ = fold_task(self, stage, dim, k)
+            _, columns, _, _ = fold_task(self, stage, dim, k)
             self.store.add(dim, k, {}, columns)
 
 

@@ -5,7 +5,12 @@ discriminative PLDA's lambda from their figures.
 A task trains the systems of its stage on the training rows of the fold (no copy of the table:
 the pipeline reads the rows it is given) and scores the fold's held-out trials; it returns the
 held-out FIGURES of every system and the SCORES (float32) of the systems still needed for
-fusions (models.auto.store)."""
+fusions (models.auto.store). With labelled development trials (models.auto.dev) the same
+models score them too: every system's development scores are returned (models.auto.devscores
+averages them over the folds). The development vectors are scored as they are (raw, in the
+user's domain): with an adaptation set the fold's models are centred on, and adapted to, the
+fold's vectors moved to the adaptation set's mean and total covariance, i.e. to that set's
+first two moments, as the final model is to the set itself."""
 
 import multiprocessing
 
@@ -31,7 +36,7 @@ def fold_task(cross, stage, dim, k, progress=None):
     data, trials and folds, its ``settings`` and its ``make_pipeline``), score fold k's
     held-out trials: ({system: figures},
     {system: float32 scores} of the kept ones, [(systems, error)] of what could not be
-    trained). Systems needing the PLDA are dropped together when it cannot be estimated (e.g.
+    trained, {system: development scores} (empty without development trials)). Systems needing the PLDA are dropped together when it cannot be estimated (e.g.
     more dimensions than vectors); the discriminative PLDA gives one column per lambda,
     "dplda@<lambda>"."""
     systems = task_systems(stage, dim)
@@ -63,16 +68,20 @@ def fold_task(cross, stage, dim, k, progress=None):
             errors.append((", ".join(lost), str(err)))
             pipe = None
     if pipe is None:
-        return {}, {}, errors
+        return {}, {}, errors, {}
     pipe.progress = None
     if progress is not None:
         progress(step="scoring %d held-out trials" % t.is_target.size, fraction=1.0)
-    scores = {}
+    dev = getattr(plan, "dev", None)
+    scores, dev_scores = {}, {}
     plain = tuple(s for s in pipe.systems if base_system(s) != "dplda")
     if plain:
         pipe.systems = plain
         cols = _score(pipe, X, t, plan, k)
         scores.update((name, cols[:, j]) for j, name in enumerate(plain))
+        if dev is not None:
+            cols = _score_dev(pipe, dev)
+            dev_scores.update((name, cols[:, j]) for j, name in enumerate(plain))
     dplda = tuple(s for s in attempt if base_system(s) == "dplda")
     if dplda and pipe.dplda_:          # the same pipeline, scoring with each lambda's model
         pipe.systems = dplda
@@ -81,11 +90,22 @@ def fold_task(cross, stage, dim, k, progress=None):
             pipe.dplda_lambda = lam
             cols = _score(pipe, X, t, plan, k)
             scores.update(("%s@%r" % (name, lam), cols[:, j]) for j, name in enumerate(dplda))
+            if dev is not None:
+                cols = _score_dev(pipe, dev)
+                dev_scores.update(("%s@%r" % (name, lam), cols[:, j])
+                                  for j, name in enumerate(dplda))
     figures = {name: trial_figures(col, t.is_target, settings.alpha, settings.beta)
                for name, col in scores.items()}
     kept = {name: np.ascontiguousarray(col, dtype=np.float32) for name, col in scores.items()
             if name.split("@")[0] in stage.keep}
-    return figures, kept, errors
+    return figures, kept, errors, dev_scores
+
+
+def _score_dev(pipe, dev):
+    """(trials, systems) scores of the development trials (models.auto.dev) by ``pipe``."""
+    fe = pipe.features(dev.enroll_vectors(), dev.num_utts)
+    ft = pipe.features(dev.test_vectors(), 1)
+    return pipe.score(fe, ft, dev.enroll_index, dev.test_index, dev.num_utts)
 
 
 def _score(pipe, X, t, plan, k):

@@ -236,6 +236,25 @@ PARAMS = (
           "and the adapted PLDA's covariance (d x d, d <= the LDA dimension), whose standard "
           "errors at 20,000 vectors are well below the within-speaker spread", "int",
           "max-adapt-vectors", bounds=(">=0",), zero="all"),
+    Param("max_dev_trials", 200000, "With development trials (--dev-trials): rate on at "
+          "most this many of them (0: all); beyond it every target trial up to half of it and "
+          "a seeded uniform sample of the non-targets. Every fold's models score them once "
+          "(one column of fold sums per system and LDA dimension); the sampling error of a "
+          "development pAUC[0,0.01] near 0.9 at 200,000 trials is about 0.001 "
+          "(models/crossfit.py), below the bootstrap SEs the choice reads", "int",
+          "max-dev-trials", bounds=(">=0",), zero="all"),
+    Param("dev_resamples", 200, "With development trials: paired two-way cluster-bootstrap "
+          "resamples of their speakers that give the standard errors of the development "
+          "figures (each O(trials) per rated candidate)", "int", "dev-resamples",
+          bounds=(">=20",)),
+    Param("quality_measures", "auto", "Quality measures of the final fusion/calibration "
+          "(QMF, as train-calibration): auto = every set the data allow (none, norm, and with "
+          "durations duration, duration+norm), the simplest within one paired SE of the best "
+          "cross-fitted calibration loss on the trials it is learned on; none; or duration, "
+          "norm, duration+norm (duration needs --utt2dur, or --dev-utt2dur with development "
+          "trials; norm needs nothing: the raw vectors' norm over the training median)",
+          "str", "quality-measures",
+          choices=("auto", "none", "duration", "norm", "duration+norm")),
     Param("screen_factor", 4, "Successive halving: the candidates are screened on the first "
           "max(2, ceil(--num-folds / this)) folds and the best 1/this of them promoted to the "
           "other folds (1, or fewer than twice as many folds: no screening)", "int",

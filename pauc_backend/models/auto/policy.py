@@ -84,6 +84,8 @@ class CrossFitPlan:
     promoted: tuple = None
     adapt: object = None       # the adaptation set (models.auto.adapt), or None
     fold_maps: list = None     # per fold, the map of its held-out vectors into its domain
+    dev: object = None         # labelled development trials (models.auto.dev), or None
+    durations: object = None   # seconds of each training vector (utt2dur), or None
 
     def adapt_rows(self, fold):
         """With an adaptation set, the rows playing it for held-out fold ``fold``: that

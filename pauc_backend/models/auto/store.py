@@ -174,6 +174,20 @@ class HeldOutStore:
         ``fusion_rows`` of them at most ``limit``."""
         return self.gathered(range(self.num_folds), dim, members, limit, seed)
 
+    def pooled_trials(self, limit=0, seed=0):
+        """(fold, trial index within it) of each trial ``pooled(dim, members, limit, seed)``
+        returns, in its order (for the quality measures of those trials)."""
+        folds = tuple(range(self.num_folds))
+        labels = np.concatenate([self.labels[j] for j in folds])
+        cache = self.__dict__.setdefault("_fusion_rows", {})
+        if (folds, limit, seed) not in cache:
+            cache[folds, limit, seed] = fusion_rows(labels, limit, seed)
+        rows = cache[folds, limit, seed]
+        rows = np.arange(labels.size) if rows is None else rows
+        sizes = np.cumsum([0] + [self.labels[j].size for j in folds])
+        fold = np.searchsorted(sizes, rows, side="right") - 1
+        return fold, rows - sizes[fold]
+
     # -- releasing ---------------------------------------------------------------------------
     def release(self, dim, keep=()):
         """Drop the columns of ``dim`` (and of the dimension-free systems not in ``keep``)."""

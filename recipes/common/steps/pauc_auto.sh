@@ -24,6 +24,13 @@
 # --spk2utt FILE (default <train-data-dir>/spk2utt, for x-vector directories without one).
 # --adapt RSPEC (unlabelled vectors of the evaluation domain, e.g. SRE16 major: train-pauc-auto
 # --adapt; the centring mean and an adapted PLDA from them; default none).
+# Labelled development trials of the evaluation domain (train-pauc-auto --dev-*: they rate the
+# candidates and the final calibration is learned on them): --dev-vectors RSPEC, --dev-trials
+# FILE, --dev-enroll RSPEC (spk2utt of the enrollment side), --dev-utt2spk RSPEC,
+# --dev-utt2dur RSPEC; with them the folds run in one train-pauc-auto process (--num-jobs=N
+# workers) instead of N fold jobs. Durations: --utt2dur RSPEC (training utterances),
+# --enroll-duration/--test-duration RSPEC (the scored sides, for a model whose calibration kept
+# durations; score-pauc-auto does not use them otherwise).
 # Logs: <exp-dir>/log/{train,score}_pauc_auto.log.
 
 utils=$(dirname "$(readlink -f "$0")")/../utils
@@ -35,6 +42,14 @@ progress_interval=30
 nj=1
 spk2utt=
 adapt=
+dev_vectors=
+dev_trials=
+dev_enroll=
+dev_utt2spk=
+dev_utt2dur=
+utt2dur=
+enroll_duration=
+test_duration=
 . $utils/parse_options.sh || exit 1
 . $utils/progress.sh || exit 1
 if [ $# -ne 5 ]; then
@@ -47,7 +62,24 @@ train=$1 enroll=$2 test=$3 trials=$4 exp=$5
 mkdir -p $exp/scores $exp/log || exit 1
 spk2utt=${spk2utt:-$train/spk2utt}
 
+# train-pauc-auto's options for the in-domain evidence and the durations (an array: the
+# rspecifiers may hold spaces, e.g. "scp:cat a.scp b.scp |")
+dev_opts=()
+[ -n "$dev_vectors" ] && dev_opts+=("--dev-vectors=$dev_vectors")
+[ -n "$dev_trials" ] && dev_opts+=("--dev-trials=$dev_trials")
+[ -n "$dev_enroll" ] && dev_opts+=("--dev-enroll=$dev_enroll")
+[ -n "$dev_utt2spk" ] && dev_opts+=("--dev-utt2spk=$dev_utt2spk")
+[ -n "$dev_utt2dur" ] && dev_opts+=("--dev-utt2dur=$dev_utt2dur")
+[ -n "$utt2dur" ] && dev_opts+=("--utt2dur=$utt2dur")
+score_opts=()
+[ -n "$enroll_duration" ] && score_opts+=("--enroll-duration=$enroll_duration" \
+  "--test-duration=$test_duration")
 combine=
+if [ -n "$dev_trials" ] && [ "$nj" -gt 1 ]; then
+  # development trials are scored by every fold's models in one process: workers, not jobs
+  auto_opts="--num-jobs=$nj $auto_opts"
+  nj=1
+fi
 if [ "$nj" -gt 1 ]; then
   # The folds as jobs: every job gets the same options and data (their digest is checked).
   for stage in 1 2 3; do
@@ -61,16 +93,18 @@ if [ "$nj" -gt 1 ]; then
   done
   combine=--combine=$exp/pauc_auto_folds
 fi
-echo "$0: train-pauc-auto --enroll-utts=$enroll_utts ${adapt:+--adapt=$adapt} $auto_opts $combine (log: $exp/log/train_pauc_auto.log)"
+echo "$0: train-pauc-auto --enroll-utts=$enroll_utts ${adapt:+--adapt=$adapt} ${dev_trials:+--dev-trials=$dev_trials} $auto_opts $combine (log: $exp/log/train_pauc_auto.log)"
 with_progress $exp/log/train_pauc_auto.log \
   $cmd $exp/log/train_pauc_auto.log \
-  train-pauc-auto $combine --enroll-utts=$enroll_utts ${adapt:+--adapt=$adapt} $auto_opts \
-  scp:$train/xvector.scp ark:$spk2utt $exp/pauc_auto || exit 1
+  train-pauc-auto $combine --enroll-utts=$enroll_utts ${adapt:+--adapt=$adapt} \
+  "${dev_opts[@]}" $auto_opts scp:$train/xvector.scp ark:$spk2utt $exp/pauc_auto || exit 1
 # What was chosen and its cross-fitted figures (all of them: <exp>/pauc_auto/system.txt).
 awk -v script="$0" '$1 == "system" || $1 == "lda_dim" || $1 ~ /^heldout_(pauc|eer|min_dcf)$/ {
     line = line (line == "" ? "" : ", ") $1 " " $2 }
   END { print script ": chosen: " line }' $exp/pauc_auto/system.txt || exit 1
 [ -n "$adapt" ] && grep '^adapt_' $exp/pauc_auto/system.txt | sed "s|^|$0: |"
+grep '^selection_rated_by \|^dev_pauc \|^quality_measures ' $exp/pauc_auto/system.txt | \
+  sed "s|^|$0: |"
 $cmd $exp/log/score_pauc_auto.log \
-  score-pauc-auto ${num_utts:+--num-utts=$num_utts} $exp/pauc_auto "$enroll" "$test" \
-  $trials $exp/scores/pauc_auto || exit 1
+  score-pauc-auto ${num_utts:+--num-utts=$num_utts} "${score_opts[@]}" $exp/pauc_auto \
+  "$enroll" "$test" $trials $exp/scores/pauc_auto || exit 1
