@@ -100,8 +100,8 @@ class KeepHeldOut(AutoBackend):
     evaluation of every rated candidate can reuse its pooled held-out scores (benchmark
     only: the estimator releases them)."""
 
-    def prepare(self, X, y, groups=None):
-        self._plan = super().prepare(X, y, groups)
+    def prepare(self, X, y, groups=None, *args, **kwargs):
+        self._plan = super().prepare(X, y, groups, *args, **kwargs)
         self._plan.store.clear = lambda: None
         return self._plan
 

@@ -137,6 +137,19 @@ def _read(path, keys):
     return [X[where[k]] for k in keys]
 
 
+def test_an_enrollment_utterance_without_a_vector_is_left_out_as_ivector_mean(data, tmp_path):
+    d, _ = data
+    lines = list(open(d / "dev_spk2utt"))
+    lines[0] = lines[0].rstrip("\n") + " ghost-utt\n"
+    (tmp_path / "s").write_text("".join(lines))
+    opts = dev_options(d)
+    opts[2] = "--dev-enroll=ark:%s" % (tmp_path / "s")
+    proc = train(d, tmp_path / "m", "--quality-measures=none", *opts)
+    assert proc.returncode == 0, proc.stderr.decode()[-3000:]
+    warnings = [l for l in proc.stderr.decode().splitlines() if l.startswith("WARNING")]
+    assert len(warnings) == 1 and "ghost-utt" in warnings[0]
+
+
 def test_a_model_without_durations_does_not_need_them(data, tmp_path):
     d, _ = data
     proc = train(d, tmp_path / "m", "--quality-measures=none", *dev_options(d))
@@ -166,7 +179,7 @@ def test_training_durations_give_a_qmf_on_the_held_out_trials(data, tmp_path):
     ("missing_vectors", b"dev_nowhere.ark"),
     ("one_class", b"only non-target trials"),
     ("unlabelled", b"no target/nontarget column"),
-    ("missing_model_utterance", b"has no vector"),
+    ("model_without_vectors", b"enrollment key dv0001 is not in"),
     ("missing_duration", b"No duration"),
 ])
 def test_bad_development_input_is_one_error(data, tmp_path, bad, message):
@@ -187,9 +200,9 @@ def test_bad_development_input_is_one_error(data, tmp_path, bad, message):
         (tmp_path / "t").write_text("".join(" ".join(line.split()[:2]) + "\n"
                                             for line in open(d / "dev_trials")))
         opts[1] = "--dev-trials=%s" % (tmp_path / "t")
-    elif bad == "missing_model_utterance":
+    elif bad == "model_without_vectors":       # ivector-mean drops it, its trials are unknown
         lines = list(open(d / "dev_spk2utt"))
-        lines[0] = lines[0].rstrip("\n") + " ghost-utt\n"
+        lines[0] = "dv0001 ghost-1 ghost-2\n"
         (tmp_path / "s").write_text("".join(lines))
         opts[2] = "--dev-enroll=ark:%s" % (tmp_path / "s")
     else:

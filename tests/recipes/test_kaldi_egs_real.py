@@ -269,16 +269,18 @@ def test_pauc_auto_folds_as_run_pl_jobs_give_the_single_process_model(kaldi_root
 
 
 def test_sitw_auto_stage_folds_as_run_pl_jobs_give_the_nj1_model(sitw_real):
-    """recipes/sitw stage 16 (--auto true, with an adaptation set: --adapt) through the egs
-    directory's cmd.sh (Kaldi's own run.pl): --nj 3 runs the folds as JOB=1:3 jobs and writes
-    the --nj 1 model and scores; system.txt says what the adaptation set changed."""
+    """recipes/sitw stage 16 (--auto true, with an adaptation set: --adapt; without Dev.Core
+    as development trials, which run in one process) through the egs directory's cmd.sh
+    (Kaldi's own run.pl): --nj 3 runs the folds as JOB=1:3 jobs and writes the --nj 1 model
+    and scores; system.txt says what the adaptation set changed."""
     golden, egs, nnet, _ = sitw_real
     auto = nnet / "pauc_auto"
     outputs = {}
     adapt = "--adapt=scp:%s" % (nnet / "xvectors_sitw_adapt/xvector.scp")
     for nj in (1, 3):
         proc = run_real("sitw", egs, "--use-kaldi=true", "--nj=%d" % nj, "--stage=16",
-                        "--auto=true", "--auto-opts=%s" % AUTO_OPTS, adapt)
+                        "--auto=true", "--auto-dev=false", "--auto-opts=%s" % AUTO_OPTS,
+                        adapt)
         stdout = proc.stdout.decode()
         assert "adapt_vectors all_" in stdout
         card = (auto / "pauc_auto/system.txt").read_text()
@@ -292,6 +294,29 @@ def test_sitw_auto_stage_folds_as_run_pl_jobs_give_the_nj1_model(sitw_real):
         + ["fold_screen.%d.log" % j for j in (1, 2, 3)]
     assert "# Accounting:" in (auto / "log/fold.3.log").read_text()       # run.pl's
     assert len(outputs[1][1]) == 2 and outputs[1] == outputs[3]
+
+
+def test_sitw_auto_stage_rates_on_dev_core(sitw_real):
+    """recipes/sitw stage 16 by default passes Dev.Core as the development trials (issue 34):
+    the enrollment utterances and test segments, each model the mean of its utterances; they
+    rate the choice (system.txt), and --nj 3 (worker processes, not fold jobs) writes the
+    --nj 1 model and scores."""
+    golden, egs, nnet, _ = sitw_real
+    auto = nnet / "pauc_auto"
+    outputs = {}
+    for nj in (1, 3):
+        proc = run_real("sitw", egs, "--use-kaldi=true", "--nj=%d" % nj, "--stage=16",
+                        "--auto=true", "--auto-opts=%s" % AUTO_OPTS)
+        stdout = proc.stdout.decode()
+        card = (auto / "pauc_auto/system.txt").read_text()
+        assert "selection_rated_by dev\n" in card and "\ndev_pauc " in card, card
+        log = (auto / "log/train_pauc_auto.log").read_text().splitlines()[0]
+        assert "--dev-trials=%s" % "exp/xvector_nnet_1a/pauc_auto/dev_trials" in log
+        assert "--dev-enroll=ark:data/sitw_dev_enroll/spk2utt" in log
+        assert "sitw_dev Core (its development set: not an evaluation):" in stdout
+        outputs[nj] = (snapshot(auto / "pauc_auto", "*"),
+                       snapshot(nnet / "scores", "sitw_*_core_scores_pauc_auto"))
+    assert outputs[1] == outputs[3]
 
 
 def test_sre16_auto_stage_folds_as_run_pl_jobs_give_the_nj1_model(sre16_real):

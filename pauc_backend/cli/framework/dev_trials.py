@@ -18,13 +18,15 @@ plain object the estimator takes (models.auto.dev.DevTrials).
                                  quality measures when there are no development trials)
 
 Every problem is ONE ERROR naming the file and the key: a trial key with no vector or model, a
-model utterance with no vector, a trials file without labels or with one class, a missing
-duration.
+trials file without labels or with one class, a missing duration. An enrollment utterance
+without a vector is left out of its model with a WARNING, as ivector-mean does (a model left
+without any is dropped, and a trial naming it is then an ERROR).
 """
 
 import numpy as np
 
-from pauc_backend.cli.framework.speaker_tables import read_spk2utt, read_utt2spk
+from pauc_backend.cli.framework.speaker_tables import (gather_speakers, read_spk2utt,
+                                                      read_utt2spk)
 from pauc_backend.cli.framework.vector_input import read_vectors
 from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import read_float_table, streams
@@ -153,24 +155,17 @@ def read_dev_trials(opts, dim, log):
 
 
 def _enrollment(opts, position, log):
-    """(rows of each enrollment model, its name): the spk2utt of --dev-enroll, or each
-    development vector alone."""
+    """(rows of each enrollment model, its name): the spk2utt of --dev-enroll (as
+    ivector-mean reads it: an utterance without a vector is a WARNING and is left out, a model
+    left without any is dropped with a WARNING), or each development vector alone."""
     if not opts.dev_enroll:
         names = list(position)
         return [np.array([position[k]]) for k in names], names
     spk2utt, name = read_spk2utt(log, opts.dev_enroll, position)
-    models, names = [], []
-    for model, utts in spk2utt.items():
-        missing = [u for u in utts if u not in position]
-        if missing:
-            raise KaldiError("Utterance %s of development enrollment model %s (%s) has no "
-                             "vector in %s" % (missing[0], model, name, opts.dev_vectors))
-        if not utts:
-            raise KaldiError("Development enrollment model %s has no utterances in %s"
-                             % (model, name))
-        models.append(np.array([position[u] for u in utts]))
-        names.append(model)
-    return models, names
+    found = gather_speakers(log, spk2utt, position, name, opts.dev_vectors)
+    ends = np.cumsum(found.sizes)
+    models = [found.rows[end - size:end] for end, size in zip(ends, found.sizes)]
+    return models, list(found.speakers)
 
 
 def _lookup(keys, index, side, where, source):

@@ -207,7 +207,10 @@ class AutoBackend:
         """Check the data and the parameters, choose the cross-fitting subset, deal the
         speaker folds, build every fold's held-out trials (models.auto.policy); returns the
         plan. Resets the store of held-out scores."""
-        X, y, members = self._check(X, y, groups, X_adapt is not None, dev is not None)
+        # evidence from the user's domain (development trials; the pseudo-speakers of issue
+        # 34 item 1 will be the other): the do-no-harm baselines become candidates
+        in_domain = dev is not None
+        X, y, members = self._check(X, y, groups, X_adapt is not None, in_domain)
         if X_adapt is not None:
             X_adapt = auto_adapt.check_adapt(X_adapt, X.shape[1])
         if durations is not None:
@@ -220,8 +223,8 @@ class AutoBackend:
         if dev is not None:
             dev = dataclasses.replace(dev).check(X.shape[1]).capped(
                 settings.max_dev_trials, settings.random_state)
-            if 0 not in settings.lda_dims:     # the centred cosine baseline is at LDA none
-                settings = dataclasses.replace(settings, lda_dims=(0,) + settings.lda_dims)
+        if in_domain and 0 not in settings.lda_dims:   # the centred cosine baseline: LDA none
+            settings = dataclasses.replace(settings, lda_dims=(0,) + settings.lda_dims)
         qmf.measure_sets(settings.quality_measures,
                          (dev.durations if dev is not None else durations) is not None)
         self.settings_ = settings

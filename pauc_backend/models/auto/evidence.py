@@ -19,7 +19,14 @@ are three sources, named here:
 * ``IN_DOMAIN_PSEUDO``: held-out trials among pseudo-speakers, clusters of the unlabelled
   in-domain set (``--adapt``) dealt into speaker-disjoint folds (issue 34 item 1; the source
   is built by the pseudo-speaker integration, models/pseudo_speakers.py). It is of the
-  ``"folds"`` kind. ``pseudo_speaker_folds`` wraps its rows.
+  ``"folds"`` kind: ``pseudo_speaker_folds(rows, description)`` wraps its rows (per
+  candidate, its figures on each pseudo-speaker fold). Where it plugs in: the rows are
+  aligned to the training folds' full-budget rows in ``AutoBackend._evidence`` (as the
+  development trials' are) and appended to the list the choice reads; ``prepare``'s
+  ``in_domain`` flag (the do-no-harm baselines and LDA none among the candidates) turns on
+  with it; models.selection already has its rule (it vetoes, the training folds rank).
+  Scoring its trials by every fold's models can reuse models.auto.devscores (a DevTrials
+  of the pseudo-speakers' trials) with per-fold parts instead of bootstrap resamples.
 
 A source provides
 

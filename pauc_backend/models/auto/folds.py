@@ -34,11 +34,11 @@ def task_systems(stage, dim):
 def fold_task(cross, stage, dim, k, progress=None):
     """Train on every fold but k of the cross-fitting ``cross`` (models.auto.crossfit: its
     data, trials and folds, its ``settings`` and its ``make_pipeline``), score fold k's
-    held-out trials: ({system: figures},
-    {system: float32 scores} of the kept ones, [(systems, error)] of what could not be
-    trained, {system: development scores} (empty without development trials)). Systems needing the PLDA are dropped together when it cannot be estimated (e.g.
-    more dimensions than vectors); the discriminative PLDA gives one column per lambda,
-    "dplda@<lambda>"."""
+    held-out trials: ({system: figures}, {system: float32 scores} of the kept ones,
+    [(systems, error)] of what could not be trained, {system: development scores} (empty
+    without development trials)). Systems needing the PLDA are dropped together when it
+    cannot be estimated (e.g. more dimensions than vectors); the discriminative PLDA gives
+    one column per lambda, "dplda@<lambda>"."""
     systems = task_systems(stage, dim)
     settings, plan = cross.settings, cross
     X, y, t = plan.X, plan.y, plan.trials[k]
