@@ -132,8 +132,12 @@ def quality_rows(model, seen, ev):
         if "duration" in names and (data["durations"] is None or durations is None):
             continue
         eq, tq = qmf.quality_values(names, data["durations"], data["norms"], median)
-        fusion = qmf.fit_calibration(names, data["scores"], data["labels"], eq, tq,
-                                     s.fusion_prior, s.fusion_regularization)
+        try:
+            fusion = qmf.fit_calibration(names, data["scores"], data["labels"], eq, tq,
+                                         s.fusion_prior, s.fusion_regularization)
+        except ValueError as err:      # e.g. a feature constant over the calibration trials
+            out.append(("+".join(names), {"error": str(err).split(":")[0]}))
+            continue
         if names:
             llr = fusion.transform(raw, *qmf.quality_values(names, durations, norms, median))
         else:
@@ -147,6 +151,9 @@ def load():
 
 
 def row(name, f, note=""):
+    if "error" in f:
+        return "| %s | - | - | - | - | - | not learnable on the calibration trials (%s) |" % (
+            name, f["error"])
     cal = ("%.4f | %.4f" % (f["act_dcf"], f["cllr"])) if "cllr" in f else "- | -"
     return "| %s | %.2f | %.4f | %.4f | %s | %s |" % (name, 100 * f["eer"], f["min_dcf"],
                                                      f["pauc_001"], cal, note)

@@ -119,10 +119,17 @@ def test_demo_compares_qmf_with_score_only_calibration_trained_on_development_sp
 def test_demo_auto_row_is_trained_with_the_adapt_set(demo):
     """Issue 28: the pAUCMetric (auto) row is trained with --adapt=<the demo's adapt/ set>;
     its system.txt says what the adaptation set changed, and its scoring finds the test
-    vectors in its (adapted) domain: no WARNING."""
+    vectors in its (adapted) domain: no WARNING. Issue 34: with the development speakers'
+    trials as its development trials."""
     work, _ = demo
     card = (work / "exp/pauc_auto/system.txt").read_text()
     num_adapt = len((work / "data/adapt/xvector.scp").read_text().splitlines())
     assert "adapt_vectors all_%d_vectors\n" % num_adapt in card
     log = (work / "exp/log/score_pauc_auto_enroll.log").read_text()
     assert "WARNING" not in log and "Domain check: their mean lies " in log
+    # issue 34: the development speakers' trials rate the choice and calibrate it
+    assert "\nselection_rated_by dev\n" in card and "\ndev_pauc " in card
+    assert "calibration_data the_development_trials_scored_by_the_final_model" in card
+    train_log = (work / "exp/log/train_pauc_auto.log").read_text().splitlines()[0]
+    assert "--dev-trials=%s" % (work / "data/dev_trials") in train_log
+    assert "--dev-utt2dur=" in train_log

@@ -23,8 +23,9 @@ How the automatic back-end uses them (models.auto.devscores, models.auto.backend
 
 Cost, bounded whatever the development set (``capped``): at most ``max_trials`` trials (every
 target trial up to half of it, a seeded uniform sample of the non-targets for the rest; the
-sample adds to a development pAUC the sampling error stated in models.crossfit, about 0.001 at
-200,000 trials and pAUC[0,0.01] 0.9), scored by each fold task (one feature pass over the
+sample adds to a development pAUC the sampling error stated in models.crossfit, about 0.0025
+at 150,000 non-targets and pAUC[0,0.01] 0.9, and the bootstrap resamples are of the sample,
+so the standard errors the choice reads include it), scored by each fold task (one feature pass over the
 enrollment models and test vectors, one scoring of the trials per system), their fold sums
 held as one float64 column per system and LDA dimension while a rating needs it, and
 ``resamples`` bootstrap resamples per rated candidate (each O(trials)).
@@ -57,7 +58,7 @@ class DevTrials:
     test_speaker: np.ndarray = None
     durations: np.ndarray = None
     sampled: str = ""
-    _cache: dict = field(default_factory=dict, repr=False, compare=False)
+    _cache: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     # -- checks ------------------------------------------------------------------------------
     def check(self, dim):

@@ -239,9 +239,10 @@ PARAMS = (
     Param("max_dev_trials", 200000, "With development trials (--dev-trials): rate on at "
           "most this many of them (0: all); beyond it every target trial up to half of it and "
           "a seeded uniform sample of the non-targets. Every fold's models score them once "
-          "(one column of fold sums per system and LDA dimension); the sampling error of a "
-          "development pAUC[0,0.01] near 0.9 at 200,000 trials is about 0.001 "
-          "(models/crossfit.py), below the bootstrap SEs the choice reads", "int",
+          "(one column of fold sums per system and LDA dimension); the sample adds to a "
+          "development pAUC[0,0.01] near 0.9 a sampling error of about 0.0025 at 150,000 "
+          "non-targets (models/crossfit.py's formula), and the bootstrap SEs the choice "
+          "reads are those of the sample", "int",
           "max-dev-trials", bounds=(">=0",), zero="all"),
     Param("dev_resamples", 200, "With development trials: paired two-way cluster-bootstrap "
           "resamples of their speakers that give the standard errors of the development "
