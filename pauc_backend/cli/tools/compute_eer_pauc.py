@@ -114,15 +114,18 @@ def run(opts, args):
                 "target" if not is_target.any() else "non-target"))
     setting = Setting(p_targets, opts.pauc_alpha, opts.pauc_beta, opts.c_miss, opts.c_fa,
                       opts.eer_method, opts.llr)
+    num_scored = scores.size
     result = evaluate(
         scores, is_target, setting,
         partitions=(extras.read_partitions(opts.partitions, keys, *key_ids)
                     if opts.partitions else None),
         bootstrap=(extras.bootstrap_clusters(tool.log, opts, keys, *key_ids)
-                   if opts.bootstrap else None))
+                   if opts.bootstrap else None),
+        in_place=True)      # the scores become the sorted classes: no copy
+    del scores, is_target
     extras.log_evaluation(tool.log, opts, result)
     summary, trials = result.summary, result.trials
-    if len(args) == 2 and scores.size < num_listed:
+    if len(args) == 2 and num_scored < num_listed:
         summary["num_trials_listed"] = num_listed
     if opts.report == "kaldi":
         _log_kaldi(summary, opts)
