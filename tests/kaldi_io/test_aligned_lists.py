@@ -9,20 +9,10 @@ import re
 import numpy as np
 import pytest
 from conftest import run_tool
+from test_keyed import Log
 
 from pauc_backend.kaldi_io.aligned_lists import read_same_order
 from pauc_backend.kaldi_io.keyed import KeySpace, keyed_score_labels, read_labelled_trials
-
-
-class Log:
-    def __init__(self):
-        self.lines = []
-
-    def log(self, message):
-        self.lines.append(("LOG", message))
-
-    def warning(self, message):
-        self.lines.append(("WARNING", message))
 
 
 def make_lists(num_enroll=30, num_test=40, seed=0):

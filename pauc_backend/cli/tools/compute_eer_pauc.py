@@ -19,6 +19,9 @@ With one argument the input is compute-eer's: lines <score> target|nontarget; wi
 file <key1> <key2> <score> is joined by key with a trials file <key1> <key2> target|nontarget.
 With --report=kaldi stdout is only the EER in percent (%.4g, no newline), as compute-eer; the
 other metrics are logged. --report=table prints one aligned row, --report=json one object.
+Memory: 5 bytes a trial piped (float32 score, label); keyed, 9 bytes (float64 score, as
+compute_min_dcf.py reads, and label) when the scores list the trials' pairs in the trials'
+order and that order ascends, else about 18 while joining by key; plus ~35 MB.
 
 Usage: compute-eer-pauc [options] <scores-in>
    or: compute-eer-pauc [options] <scores-rxfilename> <trials-rxfilename>
