@@ -31,7 +31,7 @@ import numpy as np
 from scipy.cluster import hierarchy
 
 __all__ = ["PseudoSpeakers", "cosine_similarity", "plda_similarity", "stopping_threshold",
-           "pseudo_speaker_folds", "STOPPING_RULES"]
+           "labelled_pair_scores", "pseudo_speaker_folds", "blend_plda", "STOPPING_RULES"]
 
 STOPPING_RULES = ("eer", "equal_density")
 _BLOCK_CELLS = 1 << 22          # similarities computed at a time (32 MB of float64)
@@ -143,6 +143,40 @@ def stopping_threshold(target_scores, nontarget_scores, rule="eer", in_domain=No
         threshold = q_ind[1] + (q_ind[2] - q_ind[0]) / (q_non[2] - q_non[0]) * (
             threshold - q_non[1])
     return float(threshold)
+
+
+def labelled_pair_scores(X, y, similarity, max_vectors=2000, max_per_speaker=20,
+                         random_state=0):
+    """(target, non-target) scores of every pair among a seeded subset of labelled vectors:
+    whole speakers in a seeded order, at most ``max_per_speaker`` vectors each, until
+    ``max_vectors`` (cost O(max_vectors^2), whatever the corpus). For ``stopping_threshold``:
+    give the similarity as the in-domain set gets it (e.g. cosine centred on THESE vectors'
+    mean) and from a model not trained on these speakers (a held-out fold)."""
+    X = _finite_matrix(X, "X")
+    y = np.asarray(y)
+    if y.shape != (X.shape[0],):
+        raise ValueError("X has %d rows but y has %d labels" % (X.shape[0], y.size))
+    rng = np.random.RandomState(random_state)
+    speakers, index = np.unique(y, return_inverse=True)
+    rows = []
+    for s in rng.permutation(speakers.size):
+        mine = np.flatnonzero(index == s)
+        if mine.size < 2:
+            continue
+        take = min(mine.size, max_per_speaker, max_vectors - len(rows))
+        if take < 2:
+            break
+        rows.extend(rng.choice(mine, take, replace=False))
+    rows = np.sort(np.asarray(rows, dtype=np.int64))
+    lab = index[rows]
+    if rows.size < 3 or np.unique(lab).size < 2:
+        raise ValueError("need at least 2 speakers with 2 or more vectors for target and "
+                         "non-target scores")
+    S = _checked_similarity(similarity, X[rows], X[rows], (rows.size, rows.size))
+    iu = np.triu_indices(rows.size, 1)
+    same = lab[iu[0]] == lab[iu[1]]
+    values = S[iu]
+    return values[same], values[~same]
 
 
 def _equal_density(mu_t, sd_t, mu_n, sd_n):
@@ -411,3 +445,36 @@ def pseudo_speaker_folds(labels, num_folds=2, min_size=4, random_state=0):
     valid = labels >= 0
     out[valid] = fold_of[labels[valid]]
     return out
+
+
+# -- training with pseudo-speakers: Hyperion's covariance blend ----------------------------------
+
+def _plda_covariances(plda):
+    """(mean, within, between) of a models.plda.PLDA: W = T^-1 T^-T, B = T^-1 diag(psi) T^-T."""
+    inverse = np.linalg.inv(plda.transform_)
+    return plda.mean_, inverse @ inverse.T, (inverse * plda.psi_) @ inverse.T
+
+
+def blend_plda(plda_out, plda_in, weight):
+    """The PLDA whose mean and within- and between-class covariances are ``weight`` x those of
+    ``plda_in`` (e.g. trained on the pseudo-speakers alone) + (1 - weight) x those of
+    ``plda_out`` (e.g. the training PLDA adapted by ivector-adapt-plda): Hyperion's
+    ``SPLDA.weighted_avg_model`` (w_mu = w_B = w_W = weight), rebuilt as Kaldi's PLDA
+    (PldaEstimator::GetOutput: W whitened by its Cholesky factor, B diagonalised)."""
+    from pauc_backend.models.plda import PLDA
+    if not 0.0 <= weight <= 1.0:
+        raise ValueError("the blend weight must be in [0, 1], got %r" % (weight,))
+    if plda_out.dim != plda_in.dim:
+        raise ValueError("the two PLDAs have dimensions %d and %d" % (plda_out.dim,
+                                                                      plda_in.dim))
+    m0, w0, b0 = _plda_covariances(plda_out)
+    m1, w1, b1 = _plda_covariances(plda_in)
+    within = weight * w1 + (1.0 - weight) * w0
+    between = weight * b1 + (1.0 - weight) * b0
+    chol = np.linalg.cholesky(0.5 * (within + within.T))
+    whiten = np.linalg.solve(chol, np.eye(chol.shape[0]))
+    psi, vectors = np.linalg.eigh(0.5 * (whiten @ between @ whiten.T
+                                         + (whiten @ between @ whiten.T).T))
+    order = np.argsort(-psi, kind="stable")
+    return PLDA.from_params(weight * m1 + (1.0 - weight) * m0, vectors[:, order].T @ whiten,
+                            np.maximum(psi[order], 0.0))

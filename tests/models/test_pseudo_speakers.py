@@ -8,7 +8,8 @@ from sklearn.metrics import adjusted_rand_score
 
 from pauc_backend.metrics.error_rates import eer
 from pauc_backend.models.plda import PLDA
-from pauc_backend.models.pseudo_speakers import (PseudoSpeakers, cosine_similarity,
+from pauc_backend.models.pseudo_speakers import (PseudoSpeakers, blend_plda,
+                                                 cosine_similarity, labelled_pair_scores,
                                                  plda_similarity, pseudo_speaker_folds,
                                                  stopping_threshold)
 
@@ -223,3 +224,47 @@ def test_pseudo_speaker_folds_are_speaker_disjoint():
     assert max(per_fold) - min(per_fold) <= 1 and sum(per_fold) == usable.sum()
     with pytest.raises(ValueError, match="too few"):
         pseudo_speaker_folds(labels, num_folds=3, min_size=11)
+
+
+def _llrs(plda, X):
+    U = plda.transform(X, 1)[0]
+    n = len(X)
+    return plda.score_pairs(U, U, np.repeat(np.arange(n), n), np.tile(np.arange(n), n))
+
+
+def test_blend_interpolates_the_covariances():
+    X_out, y_out = planted(12, 40, dim=6, low=3, high=8)
+    X_in, y_in = planted(13, 30, dim=6, low=3, high=8, spread=2.0, offset=1.0)
+    out, inside = PLDA().fit(X_out, y_out), PLDA().fit(X_in, y_in)
+    probe = X_in[:15]
+    np.testing.assert_allclose(_llrs(blend_plda(out, inside, 0.0), probe), _llrs(out, probe),
+                               rtol=1e-8, atol=1e-8)
+    np.testing.assert_allclose(_llrs(blend_plda(out, inside, 1.0), probe),
+                               _llrs(inside, probe), rtol=1e-8, atol=1e-8)
+
+    def covariances(p):
+        inv = np.linalg.inv(p.transform_)
+        return inv @ inv.T, (inv * p.psi_) @ inv.T
+    half = covariances(blend_plda(out, inside, 0.25))
+    for got, a, b in zip(half, covariances(out), covariances(inside)):
+        np.testing.assert_allclose(got, 0.75 * a + 0.25 * b, rtol=1e-8, atol=1e-10)
+    with pytest.raises(ValueError, match="weight"):
+        blend_plda(out, inside, 1.5)
+
+
+def test_labelled_pair_scores_are_every_pair_of_a_bounded_subset():
+    X, y = planted(14, 12, dim=5, low=2, high=6)
+    sim = cosine_similarity(None)
+    tar, non = labelled_pair_scores(X, y, sim, max_vectors=1000)
+    ref_tar, ref_non = training_scores(X, y, sim)
+    np.testing.assert_allclose(np.sort(tar), np.sort(ref_tar))
+    np.testing.assert_allclose(np.sort(non), np.sort(ref_non))
+    calls = []
+
+    def counting(A, B):
+        calls.append(len(A))
+        return sim(A, B)
+    X, y = planted(15, 200, dim=5, low=10, high=30)
+    tar, non = labelled_pair_scores(X, y, counting, max_vectors=300, max_per_speaker=5)
+    assert calls == [300]
+    assert tar.size == 60 * 10 and tar.size + non.size == 300 * 299 // 2
