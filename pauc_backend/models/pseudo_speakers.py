@@ -25,6 +25,22 @@ at a time, so time grows linearly with the set and memory not at all.
 A similarity is a callable ``similarity(A, B)`` returning the (len(A), len(B)) matrix of
 scores of every row of A against every row of B, higher meaning more likely the same speaker,
 and symmetric (``cosine_similarity``, ``plda_similarity``).
+
+The design the study chose (training data only: ETRI male -> female training speakers, the
+demo's corpus with other seeds, a TIMIT split):
+
+1. cluster the raw adaptation vectors under ``cosine_similarity(their mean)`` with
+   ``training_scores=labelled_pair_scores(<a held-out training fold>, cosine centred on that
+   fold's mean)``;
+2. once (Hyperion's iteration): a PLDA from the training labels + these pseudo-speakers, and
+   the adaptation vectors (LDA-projected, length-normalised) re-clustered under
+   ``plda_similarity`` of it into ``num_clusters=n_cut_`` clusters;
+3. train with them: an LDA re-estimated on training + pseudo-speaker labels, the PLDA of both
+   (pooled) and ``blend_plda(PLDA-adp, PLDA of the pseudo-speakers alone, 0.75)`` (with at
+   least ~8x its dimension of clustered vectors), each also with AS-norm against an in-domain
+   cohort;
+4. rate candidates on held-out trials among the pseudo-speakers of ``pseudo_speaker_folds(
+   labels, 2, min_size=4)`` (biases: benchmarks/RESULTS_pseudo_speakers.md, section 3).
 """
 
 import numpy as np
