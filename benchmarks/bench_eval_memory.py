@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """Peak memory and wall time of keyed evaluation (issue 18 item 3), run by hand.
 
+Synthetic normal draws; the reviewers' fixture of real PLDA scores (issue 35), with Kaldi's
+compute-eer beside ours, is bench_eval_fixture.py's.
+
 For each size and list layout, makes (once, in --dir, default /root/bench_eval) a trials file,
 the matching scores file (%.7g of float32, trial order), a second system's scores (the same
 trials, other values, for a fusion) and the piped form ``score label``; then runs, under

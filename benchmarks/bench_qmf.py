@@ -309,10 +309,12 @@ def run_corpus(name, work, bootstrap, norms="centred"):
     return rows
 
 
-def table(name, rows):
-    labels = {"plda": "PLDA", "cosine": "Cosine", "cosine_raw": "Cosine (raw vectors)"}
-    head = "| %s | " % name + " | ".join("%s score-only | QMF | (QMF-A)/A [95%%]" % title
-                                        for _, _, title, _ in METRICS) + " |"
+def table(name, rows, labels=None, columns=("score-only", "QMF")):
+    """Markdown table of (system, {(metric, p_target): compare-systems --llr row}) rows;
+    ``labels``: {system: row label}; ``columns``: the names of systems A and B."""
+    labels = labels or {"plda": "PLDA", "cosine": "Cosine", "cosine_raw": "Cosine (raw vectors)"}
+    head = "| %s | " % name + " | ".join("%s %s | %s | (%s-A)/A [95%%]" % (
+        title, columns[0], columns[1], columns[1]) for _, _, title, _ in METRICS) + " |"
     lines = [head, "|---" * (1 + 3 * len(METRICS)) + "|"]
     for system, by_key in rows:
         cells = []

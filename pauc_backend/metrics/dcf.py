@@ -29,12 +29,12 @@ from pauc_backend.metrics.validation import (check_costs, check_labels, check_p_
                                              check_scores)
 
 __all__ = ["DcfResult", "min_dcf", "min_dcf_from_trials", "target_positions", "min_dcf_sorted",
-           "shared_ties_that_matter"]
+           "shared_ties_that_matter", "members"]
 
 DcfResult = namedtuple("DcfResult", "min_dcf threshold pmiss pfa")
 
 
-def _members(values, sorted_set):
+def members(values, sorted_set):
     """Which ``values`` occur in the ascending unique array ``sorted_set``."""
     at = np.minimum(np.searchsorted(sorted_set, values), sorted_set.size - 1)
     return sorted_set[at] == values
@@ -56,7 +56,7 @@ def target_positions(tar_sorted, non_sorted, scores=None, is_target=None, shared
     if shared.size:
         # the trials holding a shared value, found in slices (no n-sized index arrays)
         step = 1 << 22
-        chosen = np.concatenate([start + np.flatnonzero(_members(scores[start:start + step],
+        chosen = np.concatenate([start + np.flatnonzero(members(scores[start:start + step],
                                                                   shared))
                                  for start in range(0, scores.size, step)])
         order = np.argsort(scores[chosen], kind="stable")
@@ -64,7 +64,7 @@ def target_positions(tar_sorted, non_sorted, scores=None, is_target=None, shared
         start = (np.searchsorted(tar_sorted, values, side="left")
                  + np.searchsorted(non_sorted, values, side="left"))
         rank = np.arange(values.size) - np.searchsorted(values, values, side="left")
-        positions[_members(tar_sorted, shared)] = (start + rank)[is_target[chosen][order]]
+        positions[members(tar_sorted, shared)] = (start + rank)[is_target[chosen][order]]
     return positions
 
 

@@ -44,9 +44,15 @@ class Evaluation:
     clusters: Optional[tuple] = None
 
 
-def evaluate(scores, is_target, setting=Setting(), partitions=None, bootstrap=None):
-    """The summary of one scored trial list (see the module doc)."""
-    trials = TrialScores.from_trials(scores, is_target)
+def evaluate(scores, is_target, setting=Setting(), partitions=None, bootstrap=None,
+             in_place=False):
+    """The summary of one scored trial list (see the module doc). With ``in_place`` (and
+    neither partitions nor a bootstrap, which need the trial order) the caller gives its
+    arrays up: ``TrialScores.sort_in_place`` sorts the scores where they are."""
+    if in_place and partitions is None and bootstrap is None:
+        trials = TrialScores.sort_in_place(scores, is_target, cllr=setting.llr)
+    else:
+        trials = TrialScores.from_trials(scores, is_target)
     if partitions is not None:
         summary = equalized_summary(scores, is_target, partitions, setting.p_targets,
                                     setting.alpha, setting.beta, setting.c_miss, setting.c_fa,

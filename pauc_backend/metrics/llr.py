@@ -20,7 +20,8 @@ same speaker) as two 1-D arrays.
 
 import numpy as np
 
-__all__ = ["cllr", "min_cllr", "act_dcf", "pav", "optimal_llrs"]
+__all__ = ["cllr", "min_cllr", "act_dcf", "pav", "optimal_llrs", "min_cllr_sorted",
+           "act_dcf_sorted"]
 
 _LOG2 = np.log(2.0)
 
@@ -40,17 +41,34 @@ _BLOCK = 1 << 18
 
 
 def _mean_softplus(x, sign):
-    """mean of log(1 + exp(sign * x)), over blocks (no n-sized temporary)."""
+    """mean of log(1 + exp(sign * x)) in float64, over blocks (no n-sized temporary, and a
+    float32 ``x`` is widened a block at a time: the same sum as from a float64 copy)."""
     total = 0.0
     for start in range(0, x.size, _BLOCK):
-        part = np.multiply(x[start:start + _BLOCK], sign)
+        part = np.multiply(x[start:start + _BLOCK], sign, dtype=np.float64)
         total += np.sum(np.logaddexp(0.0, part, out=part))
     return total / x.size
 
 
+def _check_floats(tar, non):
+    """``_check_scores`` keeping float32 as it is (what is only read block by block)."""
+    if not all(isinstance(x, np.ndarray) and x.ndim == 1 and x.dtype in (np.float32, np.float64)
+               for x in (tar, non)):
+        return _check_scores(tar, non)
+    if tar.size == 0 or non.size == 0:
+        raise ValueError("need at least one target and one non-target score (got %d and %d)"
+                         % (tar.size, non.size))
+    for x in (tar, non):
+        for start in range(0, x.size, _BLOCK):
+            if np.isnan(x[start:start + _BLOCK]).any():
+                raise ValueError("scores contain NaN")
+    return tar, non
+
+
 def cllr(tar, non):
-    """Cllr in bits (BOSARIS ``cllr.m``): the prior-0.5 cross-entropy of the LLRs."""
-    tar, non = _check_scores(tar, non)
+    """Cllr in bits (BOSARIS ``cllr.m``): the prior-0.5 cross-entropy of the LLRs. The sums
+    run in the order of the input (what decides the last bits)."""
+    tar, non = _check_floats(tar, non)
     c_tar, c_non = _mean_softplus(tar, -1.0), _mean_softplus(non, 1.0)
     return float(0.5 * (c_tar + c_non) / _LOG2)
 
@@ -77,10 +95,13 @@ def _pav_bins(tar, non):
 
 
 def _ascending(scores):
-    """``scores`` itself when already non-decreasing (no copy), else a sorted copy."""
-    if scores.size < 2 or not (scores[1:] < scores[:-1]).any():
-        return scores
-    return np.sort(scores)
+    """``scores`` itself when already non-decreasing (no copy; checked a block at a time),
+    else a sorted copy."""
+    for start in range(0, scores.size - 1, _BLOCK):
+        piece = scores[start:start + _BLOCK + 1]
+        if (piece[1:] < piece[:-1]).any():
+            return np.sort(scores)
+    return scores
 
 
 def _pav_posteriors(tar, non):
@@ -124,7 +145,12 @@ def optimal_llrs(tar, non):
 
 def min_cllr(tar, non):
     """Cllr of the PAV-calibrated scores: the best Cllr any monotone calibration can reach."""
-    tar, non = _check_scores(tar, non)
+    return min_cllr_sorted(*_check_floats(tar, non))
+
+
+def min_cllr_sorted(tar, non):
+    """``min_cllr`` of checked float arrays; no copy of one already ascending. Only counts of
+    scores are used, so float32 scores give what their float64 copies give."""
     posterior, n_tar, n_non = _pav_posteriors(tar, non)
     # PAV blocks pool whole bins, so counts per distinct posterior give the exact Cllr; in a
     # block with posterior p, log(1 + e^{-llr}) = log(1 + (1 - p) N_tar / (p N_non)).
@@ -138,17 +164,37 @@ def min_cllr(tar, non):
     return float(0.5 * (c_tar / tar.size + c_non / non.size) / _LOG2)
 
 
+def _count_below(ascending, theta):
+    """``np.searchsorted(ascending, theta, side="left")`` (how many scores are < each float64
+    ``theta``) without widening a float32 array to float64 (numpy would copy it): for float32
+    x, x < theta exactly when x < the least float32 >= theta."""
+    if ascending.dtype != np.float32:
+        return np.searchsorted(ascending, theta, side="left")
+    with np.errstate(over="ignore"):
+        bound = theta.astype(np.float32)
+        low = bound.astype(np.float64) < theta
+        bound[low] = np.nextafter(bound[low], np.float32(np.inf))
+    return np.searchsorted(ascending, bound, side="left")
+
+
 def act_dcf(tar, non, p_target=0.01, c_miss=1.0, c_fa=1.0):
     """Normalised actual DCF at the Bayes threshold of each ``p_target`` (scalar or array)."""
-    tar, non = _check_scores(tar, non)
+    tar, non = _check_floats(tar, non)
+    return act_dcf_sorted(_ascending(tar), _ascending(non), p_target, c_miss, c_fa)
+
+
+def act_dcf_sorted(tar, non, p_target=0.01, c_miss=1.0, c_fa=1.0):
+    """``act_dcf`` of ascending float arrays (no copy)."""
     p = np.asarray(p_target, dtype=np.float64)
     if np.any((p <= 0) | (p >= 1)):
         raise ValueError("p_target must lie strictly between 0 and 1 (got %s)" % (p_target,))
     if c_miss <= 0 or c_fa <= 0:
         raise ValueError("c_miss and c_fa must be positive")
-    theta = np.log1p(-p) - np.log(p) + np.log(c_fa) - np.log(c_miss)
-    p_miss = np.searchsorted(_ascending(tar), theta, side="left") / tar.size
-    p_fa = 1.0 - np.searchsorted(_ascending(non), theta, side="left") / non.size
+    theta = np.atleast_1d(np.log1p(-p) - np.log(p) + np.log(c_fa) - np.log(c_miss))
+    p_miss = _count_below(tar, theta) / tar.size
+    p_fa = 1.0 - _count_below(non, theta) / non.size
+    if p.ndim == 0:
+        p_miss, p_fa = p_miss[0], p_fa[0]
     dcf = p * c_miss * p_miss + (1.0 - p) * c_fa * p_fa
     result = dcf / np.minimum(p * c_miss, (1.0 - p) * c_fa)
     return float(result) if result.ndim == 0 else result

@@ -23,6 +23,8 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from pauc_backend.metrics.moments import mean_of
+
 __all__ = ["Setting", "Metric", "Column", "WeightedView", "METRICS", "metric", "columns",
            "summarize", "setting_of", "weighted_values", "column_values"]
 
@@ -160,8 +162,7 @@ def _weighted_act_dcf(v, s):
 
 
 def _act_dcf(trials, s):
-    from pauc_backend.metrics import llr
-    values = np.atleast_1d(llr.act_dcf(*trials.raw, list(s.p_targets), s.c_miss, s.c_fa))
+    values = np.atleast_1d(trials.act_dcf(list(s.p_targets), s.c_miss, s.c_fa))
     return [(float(value), {}) for value in values]
 
 
@@ -170,13 +171,11 @@ def _weighted_cllr(v, s):
 
 
 def _cllr(trials, s):
-    from pauc_backend.metrics import llr
-    return llr.cllr(*trials.raw), {}
+    return trials.cllr(), {}
 
 
 def _min_cllr(trials, s):
-    from pauc_backend.metrics import llr
-    return llr.min_cllr(*trials.raw), {}
+    return trials.min_cllr(), {}
 
 
 def _dprime(trials, s):
@@ -194,6 +193,8 @@ def _dprime_of(tar, w_tar, non, w_non):
 
 def _moments(x, w):
     mean = np.average(x, weights=w)
+    if w is None:       # (x - mean) ** 2 averaged block by block: no n-sized temporary
+        return mean, mean_of(x, lambda block: np.square(np.subtract(block, mean)))
     spread = np.subtract(x, mean)
     np.square(spread, out=spread)           # (x - mean) ** 2, one temporary instead of two
     return mean, np.average(spread, weights=w)

@@ -5,6 +5,7 @@ import sys
 from pauc_backend.cli.options import evaluation as extras, pauc as pauc_options
 from pauc_backend.cli.framework.kaldi_cli import Tool, format_float
 from pauc_backend.errors import KaldiError
+from pauc_backend.kaldi_io.aligned_lists import read_same_order
 from pauc_backend.kaldi_io.keyed import KeySpace, keyed_score_labels, read_labelled_trials
 from pauc_backend.kaldi_io.numbers import read_score_labels
 from pauc_backend.metrics import report
@@ -18,6 +19,9 @@ With one argument the input is compute-eer's: lines <score> target|nontarget; wi
 file <key1> <key2> <score> is joined by key with a trials file <key1> <key2> target|nontarget.
 With --report=kaldi stdout is only the EER in percent (%.4g, no newline), as compute-eer; the
 other metrics are logged. --report=table prints one aligned row, --report=json one object.
+Memory: 5 bytes a trial piped (float32 score, label); keyed, 9 bytes (float64 score, as
+compute_min_dcf.py reads, and label) when the scores list the trials' pairs in the trials'
+order and that order ascends, else about 18 while joining by key; plus ~35 MB.
 
 Usage: compute-eer-pauc [options] <scores-in>
    or: compute-eer-pauc [options] <scores-rxfilename> <trials-rxfilename>
@@ -86,6 +90,22 @@ def _log_kaldi(summary, opts):
                                 else ""))
 
 
+def _keyed_input(scores_rx, trials_rx, need_keys):
+    """(scores, is_target, number of trials listed, KeySpace, (ids1, ids2)) of the keyed form:
+    read side by side when both files list the same pairs in the same (ascending) order and no
+    key ids are needed (9 bytes a trial), else joined by key (about 18 bytes a trial while
+    joining)."""
+    if not need_keys:
+        same = read_same_order(scores_rx, trials_rx)
+        if same is not None:
+            return same + (same[0].size, None, ())
+    keys = KeySpace()
+    trials = read_labelled_trials(trials_rx, keys)
+    scores, is_target, *ids = keyed_score_labels(tool.log, scores_rx, trials,
+                                                 key_ids=need_keys)
+    return scores, is_target, len(trials), keys, (ids[0] if ids else ())
+
+
 def run(opts, args):
     extras.check_options(opts, len(args))
     p_targets = extras.p_targets(opts.p_target)
@@ -96,14 +116,8 @@ def run(opts, args):
     if len(args) == 1:
         scores, is_target = read_score_labels(args[0])
     else:
-        keys = KeySpace()
-        trials = read_labelled_trials(args[1], keys)
-        num_listed = len(trials)
         need_keys = bool(opts.partitions or opts.bootstrap)
-        scores, is_target, *ids = keyed_score_labels(tool.log, args[0], trials,
-                                                     key_ids=need_keys)
-        key_ids = ids[0] if ids else ()
-        del trials
+        scores, is_target, num_listed, keys, key_ids = _keyed_input(args[0], args[1], need_keys)
         extras.check_coverage(tool.log, opts.allow_partial, "%s scores" % args[0], scores.size,
                               num_listed, args[1])
         if not is_target.any() or is_target.all():
@@ -111,15 +125,18 @@ def run(opts, args):
                 "target" if not is_target.any() else "non-target"))
     setting = Setting(p_targets, opts.pauc_alpha, opts.pauc_beta, opts.c_miss, opts.c_fa,
                       opts.eer_method, opts.llr)
+    num_scored = scores.size
     result = evaluate(
         scores, is_target, setting,
         partitions=(extras.read_partitions(opts.partitions, keys, *key_ids)
                     if opts.partitions else None),
         bootstrap=(extras.bootstrap_clusters(tool.log, opts, keys, *key_ids)
-                   if opts.bootstrap else None))
+                   if opts.bootstrap else None),
+        in_place=True)      # the scores become the sorted classes: no copy
+    del scores, is_target
     extras.log_evaluation(tool.log, opts, result)
     summary, trials = result.summary, result.trials
-    if len(args) == 2 and scores.size < num_listed:
+    if len(args) == 2 and num_scored < num_listed:
         summary["num_trials_listed"] = num_listed
     if opts.report == "kaldi":
         _log_kaldi(summary, opts)
