@@ -40,7 +40,10 @@ the pseudo-speakers; the training folds only see the training domain.
    the paired standard error. The rule runs over the candidates not vetoed; when no candidate
    but the baselines survives, the in-domain evidence chooses among the baselines (with the
    rule: the simpler raw cosine unless the centred one is better by more than its SE).
-3. Training folds alone: the rule above over them (no baseline is imposed: without in-domain
+3. PSEUDO-SPEAKER folds alone (the in-domain stage of models.auto.pseudo, whose
+   pseudo-trained candidates have no training-fold figures): they veto as in 2 and rate
+   what survives with the rule above (the baselines alone when nothing else survives).
+4. Training folds alone: the rule above over them (no baseline is imposed: without in-domain
    evidence nothing can show a system better in domain; raw cosine is the simplest candidate,
    so the 1se rule already falls back to it when nothing is clearly better).
 
@@ -215,9 +218,20 @@ def choose(evidence, complexity, rule="1se", baselines=None):
                 verdict["fallback"] = True
             elif not allowed.any():
                 allowed[:] = True          # no baseline and everything vetoed: no veto
+    elif pseudo is not None:
+        # the in-domain stage (models.auto.pseudo): its pseudo-trained candidates have no
+        # training-fold figures, so the pseudo-speaker folds veto (as in 2) and rate
+        rating = pseudo
+        allowed = (_simpler_vetoes(pseudo, complexity, vetoed)
+                   & _baseline_vetoes(pseudo, baselines, vetoed))
+        if baselines and not (allowed & ~is_baseline).any():
+            allowed = is_baseline.copy()
+            verdict["fallback"] = True
+        elif not allowed.any():
+            allowed[:] = True
     else:
-        raise ValueError("the selection needs the training folds or development trials "
-                         "(got %s)" % ", ".join(sources))
+        raise ValueError("the selection needs the training folds, development trials or "
+                         "pseudo-speaker folds (got %s)" % ", ".join(sources))
     chosen, fields = _rule(rating, complexity, allowed, rule)
     verdict.update(fields, source=rating.source)
     return chosen, verdict
@@ -373,6 +387,12 @@ def _reason(rows, chosen, verdict, label, sources):
                 "baseline there by more than its paired bootstrap SE (%d of %d are not)"
                 % (", ".join(label(b) for b in verdict["baselines"]) or "none rated",
                    len(vetoed), len(rows)))
+    elif verdict["source"] == IN_DOMAIN_PSEUDO:
+        head = ("rated on the %s (no other source rates these candidates); a candidate is "
+                "vetoed when worse there than a simpler one, or (not a baseline) not better "
+                "than each baseline, by more than their paired SE (%d vetoed%s)"
+                % (IN_DOMAIN_PSEUDO, len(vetoed), "; only the baselines survived"
+                   if verdict["fallback"] else ""))
     elif verdict["fallback"]:
         head = ("ranked on the training folds, but on the %s no candidate other than the "
                 "baselines survived the vetoes (%d vetoed): the baseline kept by the %s rule "

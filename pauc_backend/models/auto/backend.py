@@ -40,7 +40,7 @@ from pauc_backend.models import selection
 from pauc_backend.models.auto import adapt as auto_adapt, params as auto_params
 from pauc_backend.models.auto.crossfit import CrossFit
 from pauc_backend.models.auto.folds import dim_label
-from pauc_backend.models.auto import final, qmf
+from pauc_backend.models.auto import final, pseudo_stage, qmf
 from pauc_backend.models.auto.params import DEFAULT_CANDIDATES
 from pauc_backend.models.auto.policy import make_plan
 from pauc_backend.models.auto.settings import Reporter, Settings
@@ -231,8 +231,23 @@ class AutoBackend:
         self._close()
         reporter = self._reporter = Reporter(self.log, self.progress, self.progress_interval)
         self.n_features_in_ = X.shape[1]
+        found = None
+        if X_adapt is not None:       # pseudo-speakers (models.auto.pseudo): in-domain evidence
+            if dev is None:
+                found = pseudo_stage.prepare_clustering(settings, reporter, X, y, X_adapt)
+            else:
+                reporter.log("Pseudo-speakers: not built (the development trials rate)")
+        if found is not None and found.ok and not in_domain:
+            have = set(members.values())
+            members.update({b: (b,) for b in BASELINES if (b,) not in have})
+            if 0 not in settings.lda_dims:
+                settings = dataclasses.replace(settings, lda_dims=(0,) + settings.lda_dims)
+            self.settings_ = settings
+            reporter.log("Raw cosine and the centred cosine at LDA none are candidates (do "
+                         "no harm: models/selection.py)")
         plan = make_plan(settings, reporter, X, y, groups, members)
         plan.adapt = X_adapt
+        plan.pseudo = found
         plan.dev = dev
         plan.durations = durations
         if X_adapt is not None:        # each held-out fold moved into the adaptation domain
@@ -360,6 +375,13 @@ class AutoBackend:
         self.quality_lines_ = fitted["lines"]
         self.calibration_data_ = calibration["what"]
         self.final_dev_ = fitted["final_dev"]
+        self.pseudo_lines_, self.pseudo_title_ = [], None
+        found = getattr(plan, "pseudo", None)
+        if found is not None:
+            if found.ok and plan.dev is None:
+                pseudo_stage.run(self, plan, found)
+            else:
+                self.pseudo_lines_ = found.lines()
         return self
 
     def _evidence(self, plan, full):
@@ -487,7 +509,8 @@ class AutoBackend:
         was kept (models.selection), its calibration's quality measures (models.auto.qmf)
         and what the cross-fitting screened and promoted."""
         lines = ["system %s" % "+".join(self.members_),
-                 "system_title %s" % candidate_title(self.members_),
+                 "system_title %s" % (getattr(self, "pseudo_title_", None)
+                                      or candidate_title(self.members_)),
                  "lda_dim %s" % dim_label(self.lda_dim_),
                  "fusion_weights %s" % " ".join("%.6g" % w for w in self.fusion_.weights_),
                  "fusion_offset %.6g" % self.fusion_.offset_]
@@ -504,8 +527,10 @@ class AutoBackend:
                   "asnorm_top_n %d" % self.pipeline_.asnorm_top_n]
         if "dplda" in {base_system(m) for m in self.members_}:
             lines.append("dplda_lambda %g" % self.pipeline_.dplda_model().regularization)
-        for key in ("pauc", "pauc_001", "eer", "min_dcf"):
-            lines.append("heldout_%s %.6g" % (key, self.chosen_[key]))
+        for key in ("pauc", "pauc_001", "eer", "min_dcf"):   # none: not on training folds
+            value = self.chosen_[key]
+            lines.append("heldout_%s %s" % (key, "%.6g" % value if np.isfinite(value)
+                                             else "none"))
         lines += getattr(self, "reason_lines_", [])
         if getattr(self, "final_dev_", None) is not None:
             lines += ["final_dev_%s %.6g" % (k, self.final_dev_[k])
@@ -514,5 +539,6 @@ class AutoBackend:
             if getattr(self, "calibration_data_", None) else []
         lines += ["quality_choice %s" % line for line in getattr(self, "quality_lines_", [])]
         lines += getattr(self, "adapt_lines_", [])
+        lines += getattr(self, "pseudo_lines_", [])
         lines += getattr(self, "crossfit_", [])
         return "\n".join(lines) + "\n"
