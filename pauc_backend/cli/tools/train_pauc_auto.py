@@ -67,6 +67,23 @@ among the default candidates, and each held-out fold is moved into the adaptatio
 domain (its mean and total covariance, one linear map) before it is rated; the log and
 system.txt give the adaptation set's size and domain shift (models/domain.py) before and
 after. Without it, score-pauc-auto warns when the scored vectors look out of domain.
+With --adapt (and no development trials) the adaptation set is also clustered into
+pseudo-speakers (models/auto/pseudo.py; design and measurements:
+benchmarks/RESULTS_pseudo_speakers.md): average linkage on the cosine of its vectors centred
+on their mean, cut at the training speakers' EER threshold moved into its own scores, then
+once more on the LLRs of a PLDA of the training + these pseudo-speakers. With at least 10
+pseudo-speakers of >= 4 vectors, an in-domain stage rates the training folds' choice, raw and
+centred cosine, and PLDAs trained with the pseudo-speakers (LDA re-estimated; pooled, or a 0.75
+blend with PLDA-adp; each with or without AS-norm against <= 1,000 adaptation vectors) on 2
+speaker-disjoint folds of pseudo-speakers; a candidate worse there than a simpler one, or not
+better than each cosine baseline, by more than their paired SE is not chosen. A pseudo-trained
+winner is retrained on every training vector and pseudo-speaker. system.txt reports the
+clustering (pseudo_*) and both sources side by side (in_domain_*). Cost, whatever the corpus:
+at most 5,000 adaptation vectors clustered (~8 N^2 bytes: 200 MB) and the rest (of at most
+--max-adapt-vectors) assigned in O(N x 5,000); the stopping rule's 2,000 training vectors;
+rating trials among the <= 5,000 clustered vectors; per rating fold three streamed passes
+over the cross-fitting subset (LDA, pooled and training PLDA statistics), the final model's
+over every training vector.
 
 In-domain evidence: labelled development trials of your domain (--dev-vectors, --dev-trials,
 optionally --dev-enroll, --dev-utt2spk, --dev-utt2dur). Every fold's models also score them
@@ -134,7 +151,9 @@ tool.register("adapt", "", "Unlabelled vectors of the domain you will score (e.g
               "latent vectors are candidates (plda_adapt, pauc_latent_adapt; they replace plda "
               "and pauc_latent in the default --candidates), and the log and system.txt give "
               "their domain shift; without it score-pauc-auto warns when the scored vectors "
-              "look out of the training domain")
+              "look out of the training domain; with at least 10 pseudo-speakers of >= 4 "
+              "vectors found in them, an in-domain stage on pseudo-speaker folds chooses the "
+              "final system (cost and rule: the text above)")
 dev_options.register(tool)
 tool.register("binary", True, "Write the model pieces in binary mode")
 tool.register("fold-stage", 0, "0: the whole training here; 1, 2 or 3: only that stage of the "

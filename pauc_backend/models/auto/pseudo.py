@@ -49,9 +49,10 @@ Cost, bounded whatever the corpus: the clustering (PseudoSpeakers: at most
 ``MAX_CLUSTERED`` = 5,000 vectors clustered, ~8 N^2 bytes, 200 MB; the rest of the
 adaptation subset assigned in O(N x 5,000)), the stopping rule's 2,000 training vectors
 (O(2,000^2)); the rating's trials are among the clustered vectors (<= 5,000: at most
-2,500 tests x the fold's pseudo-speakers per fold); each pseudo-trained model takes two
-streamed passes over the training vectors of the cross-fitting subset (LDA and PLDA
-statistics; the final one over all training vectors, as the other final models) and O(d^3).
+2,500 tests x the fold's pseudo-speakers per fold); the pseudo-trained models of a fold take
+three streamed passes over the training vectors of the cross-fitting subset (LDA, pooled and
+training PLDA statistics; the final model's over all training vectors, as the other final
+models) and O(d^3).
 """
 
 import numpy as np
@@ -259,7 +260,8 @@ def cluster(X, y, rows, A, arows, lda_dim, seed):
     adapt_mean = Aa.mean(axis=0)
     first = ps.PseudoSpeakers(min_size=1, max_vectors=MAX_CLUSTERED, random_state=seed).fit(
         Aa, ps.cosine_similarity(adapt_mean), _stop_scores(X, y, rows, seed))
-    train_mean, W = training_lda(X, y, rows, lda_dim)
+    num_speakers = int(np.unique(y[rows]).size)
+    train_mean, W = training_lda(X, y, rows, min(int(lda_dim), num_speakers - 1))
     plda = pooled_plda(X, _compact(y[rows]), rows, train_mean, A, arows,
                        np.where(_kept(first.labels_, MIN_TRAIN_SIZE), first.labels_, -1),
                        adapt_mean.astype(np.float32), W)
@@ -337,12 +339,13 @@ def cohort_rows(labels, seed, allowed=None):
 
 # -- the in-domain stage ----------------------------------------------------------------------
 
-def lda_dim_for(lda_dims, dim, num_speakers):
-    """The LDA dimension of the clustering's iteration and of the pseudo-trained systems:
-    the candidate dimension (>0) closest to half the vector dimension (the study's
-    scenarios: 100 of 200, 50 of 80, 150 of 256), at most dim and the training speakers
-    - 1; 0 (no LDA) when there is none."""
-    dims = [int(d) for d in lda_dims if 0 < int(d) <= min(dim, num_speakers - 1)]
+def lda_dim_for(lda_dims, dim):
+    """The LDA dimension of the pseudo-trained systems: the candidate dimension (>0) closest
+    to half the vector dimension (the study's scenarios: 100 of 200, 50 of 80, 150 of 256),
+    at most dim; 0 (no LDA) when there is none. Their LDA, re-estimated on the training
+    speakers + the pseudo-speakers, is further capped by those classes - 1 (fit_systems);
+    the clustering's iteration (training speakers only) by the training speakers - 1."""
+    dims = [int(d) for d in lda_dims if 0 < int(d) <= dim]
     return min(dims, key=lambda d: (abs(d - dim / 2.0), d)) if dims else 0
 
 

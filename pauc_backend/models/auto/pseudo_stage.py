@@ -21,8 +21,7 @@ def prepare_clustering(settings, reporter, X, y, A):
     seed = settings.random_state
     arows, _ = auto_adapt.adapt_rows(A.shape[0], settings.max_adapt_vectors, seed)
     xrows, _ = auto_adapt.adapt_rows(X.shape[0], settings.max_vectors, seed + 3)
-    num_speakers = int(np.unique(y[xrows]).size)
-    lda_dim = pseudo.lda_dim_for(settings.lda_dims, X.shape[1], num_speakers)
+    lda_dim = pseudo.lda_dim_for(settings.lda_dims, X.shape[1])
     try:
         found = pseudo.cluster(X, y, xrows, A, arows, lda_dim, seed)
     except (ValueError, np.linalg.LinAlgError) as err:
@@ -35,8 +34,8 @@ def prepare_clustering(settings, reporter, X, y, A):
     reporter.log("Pseudo-speakers of the adaptation set (%d vectors, %d clustered; average "
                  "linkage on their cosine centred on their mean, cut at %.4f (the training "
                  "speakers' EER threshold moved into the set's scores): %d clusters; one "
-                 "iteration on the LLRs of a PLDA of the training + these pseudo-speakers, "
-                 "LDA %s): %d pseudo-speakers of >= 2 vectors (sizes min %g, median %g, max "
+                 "iteration on the LLRs of a PLDA of the training + these pseudo-speakers; "
+                 "pseudo-trained systems' LDA %s): %d pseudo-speakers of >= 2 vectors (sizes min %g, median %g, max "
                  "%g; %.1f %% of the vectors), %d of >= %d; separation d' %.3f. %s" % (
                      arows.size, found.subset.size, found.threshold, found.first_count,
                      dim_label(lda_dim), m.n_clusters_, q[0], q[1], q[2],

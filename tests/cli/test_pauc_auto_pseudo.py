@@ -1,0 +1,65 @@
+"""train-pauc-auto --adapt with pseudo-speakers, then score-pauc-auto (issue 34 item 1): a
+small synthetic set whose in-domain within-speaker variability the training speakers lack,
+so that a PLDA trained with pseudo-speakers of the adaptation set wins the in-domain
+stage; the model directory must score as the in-memory model does."""
+
+import numpy as np
+import pytest
+
+from conftest import run_tool
+from pauc_backend.datasets import make_speaker_corpus
+from pauc_backend.kaldi_io import write_vector_table
+from pauc_backend.models.auto import AutoBackend
+
+
+@pytest.fixture(scope="module")
+def shifted(tmp_path_factory):
+    d = tmp_path_factory.mktemp("pseudo")
+    c = make_speaker_corpus(seed=2, dim=16, num_train_speakers=40, num_adapt_speakers=60,
+                            adapt_utts_range=(6, 12), num_eval_speakers=10,
+                            extra_within=(12.0, 6.0), extra_within_rank=6)
+    write_vector_table("ark:%s" % (d / "train.ark"), c.train.keys, c.train.X)
+    write_vector_table("ark:%s" % (d / "adapt.ark"), c.adapt.keys, c.adapt.X)
+    with open(d / "spk2utt", "w") as f:
+        for spk, utts in sorted(c.train.spk2utt().items()):
+            f.write("%s %s\n" % (spk, " ".join(utts)))
+    return d, c
+
+
+def test_pseudo_trained_system_trains_and_scores_through_the_cli(shifted, tmp_path):
+    d, c = shifted
+    proc = run_tool("train-pauc-auto", "--num-folds=2", "--lda-dims=none,8",
+                    "--candidates=plda,cosine_centred", "--adapt=ark:%s" % (d / "adapt.ark"),
+                    "ark:%s" % (d / "train.ark"), "ark:%s" % (d / "spk2utt"), tmp_path / "m")
+    assert proc.returncode == 0, proc.stderr.decode()
+    err = proc.stderr.decode()
+    assert "Pseudo-speakers of the adaptation set" in err and "In-domain stage" in err
+    card = (tmp_path / "m/system.txt").read_text()
+    lines = dict(l.split(" ", 1) for l in card.splitlines()
+                 if not l.startswith("in_domain_candidate "))
+    assert lines["in_domain_choice"].startswith("pseudo_"), card
+    assert lines["system_title"].startswith(("PLDA pooled", "blend"))
+    for key in ("pseudo_speakers", "pseudo_size_quantiles_0_25_50_75_100",
+                "pseudo_separation_dprime", "in_domain_pseudo_pauc"):
+        assert key in lines, key
+    assert "heldout_pauc none" in card       # a pseudo-trained system has no training fold
+    # score-pauc-auto with the chosen pseudo-trained system = the in-memory model's scores
+    X, keys = c.test.X, list(c.test.keys)
+    ek, tk = keys[:12], keys[12:60]
+    write_vector_table("ark:%s" % (tmp_path / "e.ark"), ek, X[:12])
+    write_vector_table("ark:%s" % (tmp_path / "t.ark"), tk, X[12:60])
+    (tmp_path / "trials").write_text("".join("%s %s\n" % (e, t) for e in ek for t in tk))
+    proc = run_tool("score-pauc-auto", tmp_path / "m", "ark:%s" % (tmp_path / "e.ark"),
+                    "ark:%s" % (tmp_path / "t.ark"), tmp_path / "trials", tmp_path / "scores")
+    assert proc.returncode == 0, proc.stderr.decode()
+    got = np.array([float(l.split()[2]) for l in
+                    (tmp_path / "scores").read_text().splitlines()])
+    model = AutoBackend(candidates=("plda", "cosine_centred"), lda_dims=(0, 8),
+                        num_folds=2).fit(c.train.X, c.train.labels, X_adapt=c.adapt.X)
+    assert model.describe().split("\ncrossfit_data")[0].splitlines()[:3] == \
+        card.splitlines()[:3]
+    er = np.repeat(np.arange(12), len(tk))
+    tr = np.tile(np.arange(len(tk)), 12)
+    want = model.score(X[:12], X[12:60], er, tr)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    assert got.std() > 0
