@@ -17,7 +17,9 @@ The package, by what each module does:
   held-out trials; today the training folds);
 * ``folds``: the fold tasks, in this process or in forked workers;
 * ``store``: the held-out scores, kept as long as the rating needs them;
-* ``adapt``: what an unlabelled in-domain adaptation set changes.
+* ``adapt``: what an unlabelled in-domain adaptation set changes;
+* ``pseudo``, ``pseudo_stage``: its pseudo-speakers (clustering, pseudo-trained PLDAs, the
+  in-domain stage that rates candidates on pseudo-speaker folds; issue 34 item 1).
 
 The names below are imported on first use (PEP 562), not when the package is: the models'
 pipeline (models.backend_pipeline) imports ``systems`` from here and the estimator imports

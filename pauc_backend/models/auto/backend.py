@@ -379,7 +379,12 @@ class AutoBackend:
         found = getattr(plan, "pseudo", None)
         if found is not None:
             if found.ok and plan.dev is None:
-                pseudo_stage.run(self, plan, found)
+                try:
+                    pseudo_stage.run(self, plan, found)
+                except (ValueError, np.linalg.LinAlgError) as err:
+                    plan.reporter.log("In-domain stage failed (%s): the training folds' "
+                                      "choice is kept" % err)
+                    self.pseudo_lines_ = found.lines() + ["in_domain_choice failed"]
             else:
                 self.pseudo_lines_ = found.lines()
         return self

@@ -357,7 +357,8 @@ def choice_key(name, lda_dim):
     return name
 
 
-def _baseline_pipes(dim, adapt_mean):
+def baseline_pipelines(dim, adapt_mean):
+    """{raw cosine, centred cosine at LDA none} as fitted pipelines (the adaptation mean)."""
     identity = np.hstack([np.eye(dim), np.zeros((dim, 1))]).astype(np.float32)
     return {name: BackendPipeline.from_parts((name,), adapt_mean, identity)
             for name in ("cosine_raw", "cosine_centred")}
@@ -372,7 +373,7 @@ def rate(X, y, xrows, A, arows, clustering, lda_dim, adapt_mean, choice, setting
     seed = settings.random_state
     fold, labels = folds_of(clustering, seed)
     dim = X.shape[1]
-    pipes = _baseline_pipes(dim, adapt_mean)
+    pipes = baseline_pipelines(dim, adapt_mean)
     scorers = {"cosine_raw": pipeline_scorer(pipes["cosine_raw"]),
                "cosine_centred": pipeline_scorer(pipes["cosine_centred"])}
     cname, cdim, cpipe, cweights = choice
@@ -385,8 +386,11 @@ def rate(X, y, xrows, A, arows, clustering, lda_dim, adapt_mean, choice, setting
     for k in range(NUM_FOLDS):
         held = np.unique(labels[fold == k])
         alab = np.where(np.isin(clustering.labels, held), -1, clustering.labels)
-        parts = fit_systems(X, y, xrows, A, arows, alab, lda_dim, adapt_mean,
-                            set(PSEUDO_SYSTEMS))
+        try:        # a pseudo-trained system that cannot be trained is no candidate
+            parts = fit_systems(X, y, xrows, A, arows, alab, lda_dim, adapt_mean,
+                                set(PSEUDO_SYSTEMS))
+        except (ValueError, np.linalg.LinAlgError):
+            parts = {}
         cohort = arows[cohort_rows(alab, seed, alab >= 0)]
         fold_scorers = dict(scorers)
         for name in names:

@@ -123,7 +123,7 @@ def _replace(est, plan, found, winner, data, adapt_mean):
         est.pseudo_title_ = pseudo.title(winner)
         lda_dim = parts[base][1].shape[0] if found.lda_dim else 0
     else:
-        pipe = pseudo._baseline_pipes(X.shape[1], adapt_mean)[winner]
+        pipe = pseudo.baseline_pipelines(X.shape[1], adapt_mean)[winner]
         lda_dim = 0
     scores, labels = data
     row = next((r for r in est.cv_results_ if r["budget"] == "full"
