@@ -18,6 +18,24 @@ def block_rows(dim, block_bytes=None):
     return max(64, (BLOCK_BYTES if block_bytes is None else block_bytes) // (8 * max(dim, 1)))
 
 
+def is_table(X):
+    """Whether X is a table of rows read on demand (models.row_table.RowTable: ``shape``,
+    ``X[a:b]`` and ``X[index array]`` give float32 arrays) rather than an array."""
+    return hasattr(X, "read_rows")
+
+
+def as_rows(X, who):
+    """X as the passes here read it: a table of rows as it is, else a C-contiguous float32
+    array (no copy if it is one already); ValueError (``who``: the caller) unless 2-D."""
+    if is_table(X):
+        return X
+    X = np.asarray(X)
+    if X.ndim != 2:
+        raise ValueError("%s: X must be 2-D (one vector per row), got shape %s"
+                         % (who, X.shape))
+    return np.ascontiguousarray(X, dtype=np.float32)
+
+
 def num_rows(X, rows=None):
     return X.shape[0] if rows is None else len(rows)
 

@@ -341,10 +341,19 @@ class PLDA:
             grid = enroll_lin[e_uniq] @ U_test[t_uniq].T.astype(np.float64)
             lin = grid[e_pos[enroll_index], t_pos[test_index]]
         else:
+            # trials in the order of their enrollment rows (so the gathers read enroll_lin in
+            # order), put back in trial order: each trial's sum is the same, row by row
+            order = None
+            if num_trials > block_size and not (enroll_index[1:] >= enroll_index[:-1]).all():
+                order = np.argsort(enroll_index, kind="stable")
+            e_rows = enroll_index if order is None else enroll_index[order]
+            t_rows = test_index if order is None else test_index[order]
             lin = np.empty(num_trials)
             for start in range(0, num_trials, block_size):
                 block = slice(start, start + block_size)
-                lin[block] = np.einsum("ij,ij->i", enroll_lin[enroll_index[block]],
-                                       U_test[test_index[block]])
+                lin[block] = np.einsum("ij,ij->i", enroll_lin[e_rows[block]],
+                                       U_test[t_rows[block]])
+            if order is not None:
+                lin[order] = lin.copy()
         return enroll_const[enroll_index] + lin + test_quad[test_index,
                                                             n_of_enroll[enroll_index]]
