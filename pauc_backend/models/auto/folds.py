@@ -53,7 +53,9 @@ def fold_task(cross, stage, dim, k, progress=None):
         pipe.progress = progress
         try:
             held = plan.adapt_rows(k)     # the fold's own vectors, in the adaptation domain
-            pipe.fit(X, y[train_rows], rows=train_rows,
+            lda = (cross.fold_lda(k, dim) if int(dim) > 0 and not dim_free(attempt)
+                   else None)             # every dimension of fold k from one estimation
+            pipe.fit(X, y[train_rows], rows=train_rows, lda=lda,
                      adapt=None if held is None else plan.held_out(k, X[held]))
             break
         except (ValueError, np.linalg.LinAlgError) as err:
@@ -90,7 +92,10 @@ def fold_task(cross, stage, dim, k, progress=None):
 
 def _score(pipe, X, t, plan, k):
     fe = pipe.features(plan.held_out(k, t.enroll_vectors(X)), t.num_utts)
-    ft = pipe.features(plan.held_out(k, X[t.test_rows]), 1)
+    if t.num_utts == 1 and np.array_equal(np.concatenate(t.enroll_sets), t.test_rows):
+        ft = fe            # single vectors against single vectors: the same rows, the same
+    else:                  # features (computed once)
+        ft = pipe.features(plan.held_out(k, X[t.test_rows]), 1)
     return pipe.score(fe, ft, t.enroll_index, t.test_index, t.num_utts)
 
 
