@@ -425,10 +425,10 @@ class BackendPipeline:
         if head == "dplda":
             return self.dplda_model().score_pairs(E, T, enroll_rows, test_rows)
         if head == "dot":
-            return _row_dots(E, T, enroll_rows, test_rows)
+            return blocked.row_dots(E, T, enroll_rows, test_rows)
         qe = np.einsum("ij,ij->i", E, E)
         qt = np.einsum("ij,ij->i", T, T)
-        dots = _row_dots(E, T, enroll_rows, test_rows)
+        dots = blocked.row_dots(E, T, enroll_rows, test_rows)
         return _metric_scores(qe[enroll_rows], qt[test_rows], dots)
 
     def _grid_scores(self, base, E, T, start, stop):
@@ -531,32 +531,3 @@ def _metric_scores(sq_enroll, sq_test, dots):
     """-S = -(|a|^2 + |b|^2 - 2 a.b), S floored at 0: the metrics' score in their projected
     space from squared norms and dot products (per trial, or broadcast to a grid)."""
     return -np.maximum(sq_enroll + sq_test - 2.0 * dots, 0.0)
-
-
-def _row_dots(E, T, enroll_rows, test_rows, block=None):
-    """E[enroll_rows[k]] . T[test_rows[k]] for each k: a dense Gram block when the distinct
-    rows are few (the usual every-model-against-every-test design), else blocked gathers of
-    about 16 MB each (the same sums, row by row, whatever the block), the trials taken in
-    the order of their enrollment rows (so those gathers read E in order: a third less time
-    on a fold's 1.5 M sampled held-out trials) and the results put back in trial order."""
-    n = enroll_rows.size
-    used_e = np.flatnonzero(np.bincount(enroll_rows, minlength=E.shape[0]))
-    used_t = np.flatnonzero(np.bincount(test_rows, minlength=T.shape[0]))
-    if used_e.size * used_t.size <= 8 * n + 65536:
-        gram = E[used_e] @ T[used_t].T
-        return gram[np.searchsorted(used_e, enroll_rows), np.searchsorted(used_t, test_rows)]
-    block = block or max(1024, (1 << 21) // max(1, E.shape[1]))
-    order = None
-    if n > block and not (enroll_rows[1:] >= enroll_rows[:-1]).all():
-        order = np.argsort(enroll_rows, kind="stable")
-        enroll_rows, test_rows = enroll_rows[order], test_rows[order]
-    out = np.empty(n)
-    for start in range(0, n, block):
-        stop = start + block
-        out[start:stop] = np.einsum("ij,ij->i", E[enroll_rows[start:stop]],
-                                    T[test_rows[start:stop]])
-    if order is None:
-        return out
-    back = np.empty(n)
-    back[order] = out
-    return back

@@ -9,7 +9,8 @@ import numpy as np
 from pauc_backend.models.auto import AutoBackend
 from pauc_backend.models.auto.policy import crossfit_rows
 from pauc_backend.models.auto.table import TrainingTable
-from pauc_backend.models.backend_pipeline import BackendPipeline, _row_dots
+from pauc_backend.models.backend_pipeline import BackendPipeline
+from pauc_backend.models.blocked import row_dots
 from pauc_backend.models.metric_learning import PaucMetric
 from pauc_backend.models.preprocessing import normalize_length
 
@@ -53,7 +54,7 @@ def test_scores_in_enrollment_order_are_the_same_bits():
     E = rng.standard_normal((3000, 256))
     T = rng.standard_normal((2500, 256))
     a, b = rng.integers(0, 3000, 40000), rng.integers(0, 2500, 40000)
-    got = _row_dots(E, T, a, b)                       # 40,000 trials > a block: reordered
+    got = row_dots(E, T, a, b)                        # 40,000 trials > a block: reordered
     reference = np.einsum("ij,ij->i", E[a], T[b])
     assert np.array_equal(got, reference)
 
