@@ -200,8 +200,8 @@ class BackendPipeline:
                 _SHARED = None
         else:
             fitted = []
-            for i, (key, space) in enumerate(jobs):
-                feats = self._training_space(space, X, m_rows, Z)
+            for i, (key, space) in enumerate(jobs):     # the last one over Z itself
+                feats = self._training_space(space, X, m_rows, Z, i == len(jobs) - 1)
                 fitted.append(self._metric(self._metric_callback(key, i, len(jobs), num_steps))
                               .fit(feats, m_y))
                 del feats
@@ -278,8 +278,10 @@ class BackendPipeline:
             out[start:start + _BLOCK] = self.lda_.transform(block - self.mean_)
         return out
 
-    def _training_space(self, space, X, rows, Z):
-        """The training vectors in ``space`` (float32), for a metric trained there."""
+    def _training_space(self, space, X, rows, Z, in_place=False):
+        """The training vectors in ``space`` (float32), for a metric trained there, a block
+        of rows at a time (each row's arithmetic is its own: the same bits whatever the
+        blocks); ``in_place``: written over the LDA vectors Z (their last use)."""
         if space == "raw":
             out = np.empty((rows.size, X.shape[1]), dtype=np.float32)
             for start in range(0, rows.size, _BLOCK):
@@ -287,13 +289,13 @@ class BackendPipeline:
                     np.asarray(X[rows[start:start + _BLOCK]], dtype=np.float32),
                     scaleup=False)[0]
             return out
-        if space == "lda":
-            return normalize_length(Z, scaleup=False)[0]
         plda = self.plda_adapt_ if space == "latent_adapt" else self.plda_
-        out = np.empty(Z.shape, dtype=np.float32)
+        out = Z if in_place else np.empty(Z.shape, dtype=np.float32)
         for start in range(0, Z.shape[0], _BLOCK):
-            out[start:start + _BLOCK] = plda.transform(
-                normalize_length(Z[start:start + _BLOCK])[0], 1)[0]
+            block = Z[start:start + _BLOCK]
+            out[start:start + _BLOCK] = (
+                normalize_length(block, scaleup=False)[0] if space == "lda"
+                else plda.transform(normalize_length(block)[0], 1)[0])
         return out
 
     def _fit_dplda(self, X, rows, y):

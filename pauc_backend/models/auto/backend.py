@@ -278,6 +278,7 @@ class AutoBackend:
         self.fusion_ = settings.fusion(0)(pooled, labels)
         del pooled
         plan.store.clear()
+        plan.release_data()
         self.pipeline_ = self._make_pipeline(dim, self.members_, settings.random_state)
         if self.dplda_lambda_ is not None:          # only the cross-fitted lambda
             self.pipeline_.dplda_lambdas = (self.dplda_lambda_,)

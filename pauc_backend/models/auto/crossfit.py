@@ -288,6 +288,14 @@ class CrossFit:
         return (promoted_stage(self.settings, self, names, dims, lambdas, free),
                 "screening " + line)
 
+    def release_data(self):
+        """Drop what only the cross-fitting reads (the subset's vectors, the held-out trials,
+        the folds' LDA estimations) once the choice is made: the final model trains on the
+        whole table (models.auto.table), so its peak need not carry them."""
+        for holder in (self, self.plan):
+            holder.X = holder.trials = holder.groups = None
+        self.__dict__.pop("_lda_paths", None)
+
     def recompute(self, dim, members):
         """The held-out scores of ``members`` at ``dim`` when the store released them (a
         cheap system screened at another dimension): the same fold tasks again (seeded, so
