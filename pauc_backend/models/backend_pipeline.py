@@ -366,16 +366,18 @@ class BackendPipeline:
         return pipe
 
     # -- features and scores ------------------------------------------------------------------
-    def _base_features(self, X, num_utts, keys):
-        """{system key: features} of raw vectors X for the systems ``keys`` (no AS-norm)."""
-        X = np.asarray(X, dtype=np.float32)
+    def _base_features(self, X, num_utts, keys, Z=None):
+        """{system key: features} of raw vectors X for the systems ``keys`` (no AS-norm);
+        ``Z``: their LDA vectors ``lda_.transform(X - mean_)`` when already made (X is then
+        only read for raw-space systems, and may be None without them)."""
+        X = None if X is None else np.asarray(X, dtype=np.float32)
         chosen = [system(k) for k in keys]
         spaces = {s.space for s in chosen}
         space = {}
         if "raw" in spaces:
             space["raw"] = normalize_length(X, scaleup=False)[0].astype(np.float64)
         if spaces - {"raw"}:
-            Z = self.lda_.transform(X - self.mean_)
+            Z = self.lda_.transform(X - self.mean_) if Z is None else Z
             if "lda" in spaces:
                 space["lda"] = normalize_length(Z, scaleup=False)[0].astype(np.float64)
             if "latent" in spaces and self.plda_ is not None:
@@ -391,10 +393,11 @@ class BackendPipeline:
             out[s.key] = self.metrics_[s.key].transform(feats) if s.head == "metric" else feats
         return out
 
-    def features(self, X, num_utts=1):
+    def features(self, X, num_utts=1, Z=None):
         """Per-system features of raw vectors X (num_utts: vectors averaged per row); with
-        AS-norm systems also each row's cohort statistics under the key (system, "stats")."""
-        out = self._base_features(X, num_utts, self._bases())
+        AS-norm systems also each row's cohort statistics under the key (system, "stats").
+        ``Z``: the LDA vectors of X (``lda_.transform(X - mean_)``) when already made."""
+        out = self._base_features(X, num_utts, self._bases(), Z)
         normed = sorted({base_system(s) for s in self.systems if ":" in s})
         if normed:
             if not hasattr(self, "_cohort_feats"):

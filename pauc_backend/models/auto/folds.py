@@ -78,32 +78,50 @@ def fold_task(cross, stage, dim, k, progress=None):
                 kept[name] = np.ascontiguousarray(cols[:, j], dtype=np.float32)
 
     plain = tuple(s for s in pipe.systems if base_system(s) != "dplda")
+    dplda = tuple(s for s in attempt if base_system(s) == "dplda") if pipe.dplda_ else ()
+    sides = _sides(pipe, X, t, plan, k, plain + dplda)
     # the systems of one space at a time (their features, then their scores, rated and
     # released before the next space's: a fold of VoxCeleb's subset has 20,000 held-out
     # vectors, 80 MB a space at 512 dims, and 1.5 M trials, 12 MB a column)
-    for space in dict.fromkeys(system(base_system(s)).space for s in plain):
+    spaces = list(dict.fromkeys(system(base_system(s)).space for s in plain))
+    for space in sorted(spaces, key=lambda name: name != "raw"):
         group = tuple(s for s in plain if system(base_system(s)).space == space)
         pipe.systems = group
         pipe.__dict__.pop("_cohort_feats", None)      # the cohort in this group's spaces
-        rate(group, _score(pipe, X, t, plan, k))
-    dplda = tuple(s for s in attempt if base_system(s) == "dplda")
-    if dplda and pipe.dplda_:          # the same pipeline, scoring with each lambda's model
+        rate(group, _score(pipe, t, sides))
+        if space == "raw":             # the raw vectors are read no more, their LDA vectors are
+            sides = [None if side is None else (None, side[1]) for side in sides]
+    if dplda:                          # the same pipeline, scoring with each lambda's model
         pipe.systems = dplda
         pipe.__dict__.pop("_cohort_feats", None)      # the cohort in the dplda's space
         for lam in sorted(pipe.dplda_):
             pipe.dplda_lambda = lam
-            rate(["%s@%r" % (name, lam) for name in dplda], _score(pipe, X, t, plan, k))
+            rate(["%s@%r" % (name, lam) for name in dplda], _score(pipe, t, sides))
     order = list(plain) + [name for name in figures if name not in plain]
     return ({name: figures[name] for name in order},
             {name: kept[name] for name in order if name in kept}, errors)
 
 
-def _score(pipe, X, t, plan, k):
-    fe = pipe.features(plan.held_out(k, t.enroll_vectors(X)), t.num_utts)
+def _sides(pipe, X, t, plan, k, systems):
+    """The held-out vectors of fold k as scored, (enrollment, test), each with its LDA
+    vectors when a system needs them (made once for every space); the test side None when
+    it is the enrollment side (single vectors against single vectors, the same rows)."""
+    projected = not dim_free(systems)
+
+    def side(vectors):                 # float32, as BackendPipeline.features reads them
+        vectors = np.asarray(vectors, dtype=np.float32)
+        return vectors, (pipe.lda_.transform(vectors - pipe.mean_) if projected else None)
+
+    enroll = side(plan.held_out(k, t.enroll_vectors(X)))
     if t.num_utts == 1 and np.array_equal(np.concatenate(t.enroll_sets), t.test_rows):
-        ft = fe            # single vectors against single vectors: the same rows, the same
-    else:                  # features (computed once)
-        ft = pipe.features(plan.held_out(k, X[t.test_rows]), 1)
+        return [enroll, None]
+    return [enroll, side(plan.held_out(k, X[t.test_rows]))]
+
+
+def _score(pipe, t, sides):
+    (enroll, Z_enroll), test = sides
+    fe = pipe.features(enroll, t.num_utts, Z_enroll)
+    ft = fe if test is None else pipe.features(test[0], 1, test[1])
     return pipe.score(fe, ft, t.enroll_index, t.test_index, t.num_utts)
 
 
