@@ -236,7 +236,8 @@ PARAMS = (
           "beyond; 0: all). Their mini-batches draw --num-iters x --batch-size speakers, two "
           "vectors each, whatever the table's size: this bounds their memory (this many x the "
           "LDA dimension x 4 bytes, for the projected vectors and each metric's features), "
-          "not what they can see (benchmarks/RESULTS_scale_curve.md)", "int",
+          "not what they can see (what a sample costs in accuracy: "
+          "benchmarks/auto_metric_sample.py)", "int",
           "max-metric-vectors", bounds=(">=0",), zero="all"),
     Param("max_adapt_vectors", 20000, "With an adaptation set (--adapt): use at most this "
           "many of its vectors (a seeded subset beyond; 0: all). They give the centring mean "
