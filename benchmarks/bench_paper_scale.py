@@ -25,7 +25,11 @@ of the pipe) and two peak RSS figures: the step's main tool alone ("tool": its o
 /usr/bin/time when it has no ``ark:... |`` children, else its VmHWM polled from /proc every
 0.2 s, so a peak in its last 0.2 s could be missed) and the largest process
 of the pipe ("pipe", /usr/bin/time's maximum RSS, which includes the per-utterance tools
-inside ``ark:... |``: those stream in the io-stream branch). A watchdog kills a step whose
+inside ``ark:... |``: those stream in the io-stream branch). train-pauc-auto reads no
+``ark:... |``, so its "tool" figure is GNU time's: the largest of the tool and of the worker
+processes it forks and waits for (Linux wait4 reports a process's peak or that of the
+largest child it reaped, whichever is larger; its pools are joined), i.e. the largest
+process of the run, workers included. A watchdog kills a step whose
 processes together exceed --max-rss-gb (default 6). The date and `uptime` load
 are printed before and after; at load above the 2 cores, figures are upper bounds.
 

@@ -21,11 +21,14 @@ user's ECAPA embeddings with 40 LibriSpeech speakers: 6.6 % -> 45.4 % EER). With
 both cohorts helped PLDA little (0.495 means, 0.522 single vectors, 0.50 without);
 tests/models/test_backend_pipeline_asnorm.py pins the property.
 
-Memory: the training table is held once, as given (float32 as read), and never copied:
-``fit(X, y, rows=...)`` trains on the rows named (a fold's training speakers), the mean, the
-LDA and PLDA statistics are accumulated from blocks of rows (models.lda, models.plda), the
-projected vectors are made a block at a time, and each pAUCMetric's features (n x lda_dim,
-float32) exist only while that metric trains (in its own worker with ``n_jobs`` > 1).
+Memory: the training table is held once, as given (float32 as read, or spooled to disk and
+read on demand: models.row_table), and never copied: ``fit(X, y, rows=...)`` trains on the
+rows named (a fold's training speakers), the mean, the LDA and PLDA statistics are
+accumulated from blocks of rows (models.lda, models.plda; the PLDA's from vectors projected
+a block at a time), the AS-norm cohort and the discriminative PLDA's trials are gathered
+rows. Only the pAUCMetrics' training vectors are projected at once: at most
+``max_metric_vectors`` x lda_dim float32, and each metric's features (as many) exist only
+while that metric trains (in its own worker with ``n_jobs`` > 1).
 """
 
 import numpy as np
@@ -64,13 +67,17 @@ class BackendPipeline:
 
     ``metric_params``: keyword arguments of PaucMetric (alpha/beta/seed are set from here too).
     ``systems``: keys of models.auto.systems, optionally with ``:as`` (AS-norm, module doc).
+    ``max_metric_vectors``: the pAUCMetrics train on at most this many of the training
+    vectors (0: all): beyond it, on the same seeded cap on each speaker's count
+    (models.auto.policy.crossfit_rows); ``metric_rows_`` says how many after ``fit``.
     """
 
     def __init__(self, lda_dim=100, systems=tuple(s.key for s in SYSTEMS if not s.needs_adapt),
                  metric_params=None, alpha=0.0, beta=0.01, asnorm_top_n=100, enroll_utts=0,
                  dplda_lambdas=DPLDA_LAMBDAS, dplda_lambda=None, random_state=0,
-                 progress=None, adapt_scales=ADAPT_SCALES):
+                 progress=None, adapt_scales=ADAPT_SCALES, max_metric_vectors=0):
         self.lda_dim = lda_dim
+        self.max_metric_vectors = max_metric_vectors
         self.progress = progress
         self.enroll_utts = enroll_utts
         self.dplda_lambdas = dplda_lambdas
@@ -114,11 +121,14 @@ class BackendPipeline:
         return {s.key for s in self._systems()}
 
     # -- training ------------------------------------------------------------------------------
-    def fit(self, X, y, n_jobs=1, rows=None, adapt=None, adapt_rows=None):
+    def fit(self, X, y, n_jobs=1, rows=None, adapt=None, adapt_rows=None, lda=None):
         """Train every piece on raw vectors X (n, D) with speaker labels y; ``rows``: the
         rows of X to use, in this order (y labels them), so a fold needs no copy of the
-        table. With n_jobs > 1 the pAUCMetrics train in parallel (forked) processes, with
-        identical results.
+        table. X is an array or a table of rows read on demand (models.row_table: a
+        training table spooled to disk), read a block of rows at a time. With n_jobs > 1
+        the pAUCMetrics train in parallel (forked) processes, with identical results.
+        ``lda``: the LDA of these rows at ``lda_dim`` when it is already fitted (a fold's
+        every dimension at once, LDA.fit_dims), instead of fitting it here.
 
         ``adapt``: unlabelled in-domain raw vectors (``adapt_rows``: its rows to use; it may
         be X itself). As egs/sre16/v2 stage 8: the LDA, the PLDA and the metrics train on the
@@ -127,9 +137,10 @@ class BackendPipeline:
         ``train_mean_``), and the adapted PLDA ``plda_adapt_`` (ivector-adapt-plda on the
         adaptation vectors centred on their mean, LDA-projected, length-normalised, with
         ``adapt_scales``) serves the ``latent_adapt`` systems."""
-        X = np.asarray(X)
-        if X.dtype != np.float32:
-            X = X.astype(np.float32)
+        if not blocked.is_table(X):
+            X = np.asarray(X)
+            if X.dtype != np.float32:
+                X = X.astype(np.float32)
         rows = np.arange(X.shape[0]) if rows is None else np.asarray(rows, dtype=np.intp)
         y = np.asarray(y)
         self.systems = tuple(canonical(s) for s in self.systems)
@@ -145,18 +156,18 @@ class BackendPipeline:
         if int(self.lda_dim) > 0 and projected:
             # mean and scatter from blocks of rows (Kaldi's ComputeAndSubtractMean: the
             # float32 utterance mean, as compute-vector-mean writes it)
-            lda = LDA(dim=int(self.lda_dim)).fit(X, y, rows=rows)
+            if lda is None:
+                lda = LDA(dim=int(self.lda_dim)).fit(X, y, rows=rows)
             self.mean_ = lda.mean_
             self.lda_ = _centred_lda(lda)
         else:
             self.mean_ = _float32_mean(X, rows)
             self.lda_ = identity_lda(X.shape[1])
         self.train_mean_ = self.mean_
-        Z = self.project(X, rows) if projected else None
         self.plda_ = self.plda_adapt_ = None
         if plda_needed:
             self._note("PLDA", 1.0 / num_steps)
-            self.plda_ = PLDA().fit_stats(_plda_stats(Z, y))
+            self.plda_ = PLDA().fit_stats(self._plda_stats(X, rows, y))
         adapt_mean = None
         if adapt is not None:
             adapt = np.asarray(adapt)
@@ -173,10 +184,13 @@ class BackendPipeline:
             self._note("discriminative PLDA", (num_steps - len(metrics) - 1.0) / num_steps)
             self._fit_dplda(X, rows, y)
         jobs = [(s.key, s.space) for s in metrics]
+        # the metrics' training vectors (at most max_metric_vectors), projected at once
+        m_rows, m_y = self._metric_rows(rows, y) if jobs else (rows, y)
+        Z = self.project(X, m_rows) if jobs and projected else None
         if int(n_jobs) > 1 and len(jobs) > 1:
             from pauc_backend.workers import fork_pool
             global _SHARED
-            _SHARED = (self, X, rows, Z, y, jobs, num_steps)
+            _SHARED = (self, X, m_rows, Z, m_y, jobs, num_steps)
             if self.progress is not None:     # the workers report, this process waits
                 self.progress(step=None, fraction=None)
             try:
@@ -186,11 +200,12 @@ class BackendPipeline:
                 _SHARED = None
         else:
             fitted = []
-            for i, (key, space) in enumerate(jobs):
-                feats = self._training_space(space, X, rows, Z)
+            for i, (key, space) in enumerate(jobs):     # the last one over Z itself
+                feats = self._training_space(space, X, m_rows, Z, i == len(jobs) - 1)
                 fitted.append(self._metric(self._metric_callback(key, i, len(jobs), num_steps))
-                              .fit(feats, y))
+                              .fit(feats, m_y))
                 del feats
+        del Z
         for metric in fitted:
             metric.callback = None
         self.metrics_ = {key: metric for (key, _), metric in zip(jobs, fitted)}
@@ -201,6 +216,47 @@ class BackendPipeline:
             self.cohort_, self.cohort_counts_ = cohort_vectors(X, rows, y,
                                                                self.random_state + 31)
         return self
+
+    def _metric_rows(self, rows, y):
+        """(rows, labels) the pAUCMetrics train on: all of them, or beyond
+        ``max_metric_vectors`` the same seeded cap on each speaker's count (the cross-fitting
+        subset's rule, models.auto.policy.crossfit_rows). Their mini-batches draw
+        num_iters x batch_size speakers, two vectors each, whatever the table's size."""
+        limit = int(self.max_metric_vectors or 0)
+        self.metric_rows_ = (rows.size, rows.size)
+        if not limit or rows.size <= limit:
+            return rows, y
+        from pauc_backend.models.auto.policy import crossfit_rows
+        keep, _ = crossfit_rows(y, 0, limit, int(self.random_state) + 41)
+        self.metric_rows_ = (keep.size, rows.size)
+        return rows[keep], y[keep]
+
+    def _plda_stats(self, X, rows, y):
+        """The PLDA's statistics (ClassStats) of the rows of X centred, LDA-projected and
+        length-normalised, a block of rows at a time (PLDA.fit_stats): no projected copy of
+        the table (n x LDA dimension float32: 1 GB at VoxCeleb's 1.28 M x 200). The blocks
+        are those of ``project`` then of ``blocked.block_rows`` of the LDA dimension, as
+        when the whole projection was made first, so the statistics are the same bits."""
+        _, index = np.unique(y, return_inverse=True)
+        index = index.reshape(-1)
+        stats = ClassStats()
+        width = self.lda_.affine_matrix_.shape[0]
+        size = blocked.block_rows(width)
+        pending = np.empty((size, width), dtype=np.float32)
+        have = begin = 0
+        for start in range(0, rows.size, _BLOCK):
+            Z = self.project(X, rows[start:start + _BLOCK])
+            at = 0
+            while at < Z.shape[0]:
+                take = min(size - have, Z.shape[0] - at)
+                pending[have:have + take] = Z[at:at + take]
+                have, at = have + take, at + take
+                if have == size or (start + at == rows.size):
+                    stats.add(normalize_length(pending[:have])[0], index[begin:begin + have])
+                    begin, have = begin + have, 0
+        if stats.dim_ is None:
+            raise ValueError("No stats accumulated, unable to estimate PLDA.")
+        return stats
 
     def adapted_plda(self, A, rows, mean):
         """A copy of ``plda_`` adapted to A[rows] centred on ``mean``, LDA-projected and
@@ -222,8 +278,10 @@ class BackendPipeline:
             out[start:start + _BLOCK] = self.lda_.transform(block - self.mean_)
         return out
 
-    def _training_space(self, space, X, rows, Z):
-        """The training vectors in ``space`` (float32), for a metric trained there."""
+    def _training_space(self, space, X, rows, Z, in_place=False):
+        """The training vectors in ``space`` (float32), for a metric trained there, a block
+        of rows at a time (each row's arithmetic is its own: the same bits whatever the
+        blocks); ``in_place``: written over the LDA vectors Z (their last use)."""
         if space == "raw":
             out = np.empty((rows.size, X.shape[1]), dtype=np.float32)
             for start in range(0, rows.size, _BLOCK):
@@ -231,13 +289,13 @@ class BackendPipeline:
                     np.asarray(X[rows[start:start + _BLOCK]], dtype=np.float32),
                     scaleup=False)[0]
             return out
-        if space == "lda":
-            return normalize_length(Z, scaleup=False)[0]
         plda = self.plda_adapt_ if space == "latent_adapt" else self.plda_
-        out = np.empty(Z.shape, dtype=np.float32)
+        out = Z if in_place else np.empty(Z.shape, dtype=np.float32)
         for start in range(0, Z.shape[0], _BLOCK):
-            out[start:start + _BLOCK] = plda.transform(
-                normalize_length(Z[start:start + _BLOCK])[0], 1)[0]
+            block = Z[start:start + _BLOCK]
+            out[start:start + _BLOCK] = (
+                normalize_length(block, scaleup=False)[0] if space == "lda"
+                else plda.transform(normalize_length(block)[0], 1)[0])
         return out
 
     def _fit_dplda(self, X, rows, y):
@@ -308,16 +366,18 @@ class BackendPipeline:
         return pipe
 
     # -- features and scores ------------------------------------------------------------------
-    def _base_features(self, X, num_utts, keys):
-        """{system key: features} of raw vectors X for the systems ``keys`` (no AS-norm)."""
-        X = np.asarray(X, dtype=np.float32)
+    def _base_features(self, X, num_utts, keys, Z=None):
+        """{system key: features} of raw vectors X for the systems ``keys`` (no AS-norm);
+        ``Z``: their LDA vectors ``lda_.transform(X - mean_)`` when already made (X is then
+        only read for raw-space systems, and may be None without them)."""
+        X = None if X is None else np.asarray(X, dtype=np.float32)
         chosen = [system(k) for k in keys]
         spaces = {s.space for s in chosen}
         space = {}
         if "raw" in spaces:
             space["raw"] = normalize_length(X, scaleup=False)[0].astype(np.float64)
         if spaces - {"raw"}:
-            Z = self.lda_.transform(X - self.mean_)
+            Z = self.lda_.transform(X - self.mean_) if Z is None else Z
             if "lda" in spaces:
                 space["lda"] = normalize_length(Z, scaleup=False)[0].astype(np.float64)
             if "latent" in spaces and self.plda_ is not None:
@@ -333,10 +393,11 @@ class BackendPipeline:
             out[s.key] = self.metrics_[s.key].transform(feats) if s.head == "metric" else feats
         return out
 
-    def features(self, X, num_utts=1):
+    def features(self, X, num_utts=1, Z=None):
         """Per-system features of raw vectors X (num_utts: vectors averaged per row); with
-        AS-norm systems also each row's cohort statistics under the key (system, "stats")."""
-        out = self._base_features(X, num_utts, self._bases())
+        AS-norm systems also each row's cohort statistics under the key (system, "stats").
+        ``Z``: the LDA vectors of X (``lda_.transform(X - mean_)``) when already made."""
+        out = self._base_features(X, num_utts, self._bases(), Z)
         normed = sorted({base_system(s) for s in self.systems if ":" in s})
         if normed:
             if not hasattr(self, "_cohort_feats"):
@@ -369,10 +430,10 @@ class BackendPipeline:
         if head == "dplda":
             return self.dplda_model().score_pairs(E, T, enroll_rows, test_rows)
         if head == "dot":
-            return _row_dots(E, T, enroll_rows, test_rows)
+            return blocked.row_dots(E, T, enroll_rows, test_rows)
         qe = np.einsum("ij,ij->i", E, E)
         qt = np.einsum("ij,ij->i", T, T)
-        dots = _row_dots(E, T, enroll_rows, test_rows)
+        dots = blocked.row_dots(E, T, enroll_rows, test_rows)
         return _metric_scores(qe[enroll_rows], qt[test_rows], dots)
 
     def _grid_scores(self, base, E, T, start, stop):
@@ -452,18 +513,6 @@ def cohort_vectors(X, rows, y, seed):
             np.ones(labels.size, dtype=np.int64))
 
 
-def speaker_means(X, rows, y):
-    """(float32 mean vector of each speaker of y (sorted labels), its count), summed in
-    double a block at a time (no float64 copy of the table)."""
-    labels, index, counts = np.unique(y, return_inverse=True, return_counts=True)
-    index = index.reshape(-1)
-    sums = np.zeros((labels.size, X.shape[1]))
-    for start in range(0, rows.size, _BLOCK):
-        block = np.asarray(X[rows[start:start + _BLOCK]], dtype=np.float64)
-        np.add.at(sums, index[start:start + _BLOCK], block)
-    return (sums / counts[:, None]).astype(np.float32), counts
-
-
 _SHARED = None
 
 
@@ -487,37 +536,3 @@ def _metric_scores(sq_enroll, sq_test, dots):
     """-S = -(|a|^2 + |b|^2 - 2 a.b), S floored at 0: the metrics' score in their projected
     space from squared norms and dot products (per trial, or broadcast to a grid)."""
     return -np.maximum(sq_enroll + sq_test - 2.0 * dots, 0.0)
-
-
-def _row_dots(E, T, enroll_rows, test_rows, block=None):
-    """E[enroll_rows[k]] . T[test_rows[k]] for each k: a dense Gram block when the distinct
-    rows are few (the usual every-model-against-every-test design), else blocked gathers of
-    about 16 MB each (the same sums, row by row, whatever the block)."""
-    used_e = np.unique(enroll_rows)
-    used_t = np.unique(test_rows)
-    n = enroll_rows.size
-    if used_e.size * used_t.size <= 8 * n + 65536:
-        gram = E[used_e] @ T[used_t].T
-        return gram[np.searchsorted(used_e, enroll_rows), np.searchsorted(used_t, test_rows)]
-    block = block or max(1024, (1 << 21) // max(1, E.shape[1]))
-    out = np.empty(n)
-    for start in range(0, n, block):
-        stop = start + block
-        out[start:stop] = np.einsum("ij,ij->i", E[enroll_rows[start:stop]],
-                                    T[test_rows[start:stop]])
-    return out
-
-
-def _plda_stats(Z, y):
-    """The PLDA's statistics (ClassStats) of the length-normalised rows of Z, normalised and
-    added a block of rows at a time (PLDA.fit_stats): no normalised copy of the projected
-    table (n x LDA dimension float32 at once: 1 GB at VoxCeleb's 1.28 M x 200)."""
-    _, index = np.unique(y, return_inverse=True)
-    index = index.reshape(-1)
-    stats = ClassStats()
-    size = blocked.block_rows(Z.shape[1])
-    for begin in range(0, Z.shape[0], size):
-        stats.add(normalize_length(Z[begin:begin + size])[0], index[begin:begin + size])
-    if stats.dim_ is None:
-        raise ValueError("No stats accumulated, unable to estimate PLDA.")
-    return stats

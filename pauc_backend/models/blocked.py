@@ -18,6 +18,24 @@ def block_rows(dim, block_bytes=None):
     return max(64, (BLOCK_BYTES if block_bytes is None else block_bytes) // (8 * max(dim, 1)))
 
 
+def is_table(X):
+    """Whether X is a table of rows read on demand (models.row_table.RowTable: ``shape``,
+    ``X[a:b]`` and ``X[index array]`` give float32 arrays) rather than an array."""
+    return hasattr(X, "read_rows")
+
+
+def as_rows(X, who):
+    """X as the passes here read it: a table of rows as it is, else a C-contiguous float32
+    array (no copy if it is one already); ValueError (``who``: the caller) unless 2-D."""
+    if is_table(X):
+        return X
+    X = np.asarray(X)
+    if X.ndim != 2:
+        raise ValueError("%s: X must be 2-D (one vector per row), got shape %s"
+                         % (who, X.shape))
+    return np.ascontiguousarray(X, dtype=np.float32)
+
+
 def num_rows(X, rows=None):
     return X.shape[0] if rows is None else len(rows)
 
@@ -48,3 +66,37 @@ def first_nonfinite(X, rows=None):
         if bad.any():
             return begin + int(np.flatnonzero(bad)[0])
     return None
+
+
+def row_dots(E, T, enroll_rows, test_rows, dense_limit=None, block=None):
+    """``E[enroll_rows[k]] . T[test_rows[k]]`` for each trial k (float64): a dense product
+    over the distinct rows used when that grid has at most ``dense_limit`` cells (default 8
+    per trial + 65536: the usual every-model-against-every-test design), else row-wise dot
+    products over gathered rows, ``block`` trials at a time (default: ~16 MB of float64 a
+    side), taken in the order of their enrollment rows (so E is read in order: a fold's 1.5 M
+    sampled held-out trials in a third less time) and put back in trial order. Each trial's
+    sum is the same bits whatever the block or the order; the dense and row-wise forms are
+    not (BLAS blocks the grid's sums), so a caller keeps its ``dense_limit``."""
+    enroll_rows = np.asarray(enroll_rows, dtype=np.intp)
+    test_rows = np.asarray(test_rows, dtype=np.intp)
+    n = enroll_rows.size
+    used_e = np.flatnonzero(np.bincount(enroll_rows, minlength=E.shape[0]))
+    used_t = np.flatnonzero(np.bincount(test_rows, minlength=T.shape[0]))
+    if used_e.size * used_t.size <= (8 * n + 65536 if dense_limit is None else dense_limit):
+        grid = E[used_e] @ np.asarray(T[used_t], dtype=np.float64).T
+        return grid[np.searchsorted(used_e, enroll_rows), np.searchsorted(used_t, test_rows)]
+    block = block or max(1024, (1 << 21) // max(1, E.shape[1]))
+    order = None
+    if n > block and not (enroll_rows[1:] >= enroll_rows[:-1]).all():
+        order = np.argsort(enroll_rows, kind="stable")
+        enroll_rows, test_rows = enroll_rows[order], test_rows[order]
+    out = np.empty(n)
+    for start in range(0, n, block):
+        stop = start + block
+        out[start:stop] = np.einsum("ij,ij->i", E[enroll_rows[start:stop]],
+                                    T[test_rows[start:stop]])
+    if order is None:
+        return out
+    back = np.empty(n)
+    back[order] = out
+    return back

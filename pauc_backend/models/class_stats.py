@@ -163,17 +163,19 @@ class ClassStats:
         self.class_sums_, self.class_counts_ = sums, counts
 
     def add_table(self, X, labels, rows=None, dtype=None, centre=None):
-        """Add a table held in memory (``rows``: the rows of X to use, in this order, labelled
-        by ``labels``), a bounded block at a time, with no copy of X. ``dtype``: round each
+        """Add a table held in memory or read on demand (``rows``: the rows of X to use, in
+        this order, labelled by ``labels``), a bounded block at a time, with no copy of X. ``dtype``: round each
         block to it first (float32: as Kaldi's BaseFloat tables hold them); ``centre``: then
         subtract it in that precision (``x - centre`` rounded as Kaldi's ``AddVec(-1.0,
         mean)`` on float vectors), so the statistics are of the centred vectors. Returns self.
         """
-        X = np.asarray(X)
+        table = blocked.is_table(X)    # rows read on demand (models.row_table)
+        X = X if table else np.asarray(X)
         labels = np.asarray(labels)
         if X.ndim != 2:
             return self.add(X, labels)  # its error
-        if rows is None and (dtype is None or X.dtype == dtype) and centre is None:
+        if (rows is None and (dtype is None or X.dtype == dtype) and centre is None
+                and not table):
             return self.add(X, labels)
         count = X.shape[0] if rows is None else len(rows)
         if labels.shape != (count,):

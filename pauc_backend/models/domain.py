@@ -53,6 +53,7 @@ import numpy as np
 
 OUT_OF_DOMAIN_SHIFT = 0.4
 BLOCK_ROWS = 1 << 16    # rows whitened at once by TrainingDomain.add (BLOCK_ROWS x d float64)
+FIT_ROWS = 1 << 13      # rows of a block of TrainingDomain.fit (33 MB of float64 at d = 512)
 
 
 class ShiftAccumulator:
@@ -92,6 +93,21 @@ class ShiftAccumulator:
         return float(np.sqrt(max(0.0, squared - trace / n) / d))
 
 
+def _row_sum(X, rows=4096):
+    """``X.sum(axis=0, dtype=float64)`` of an array or a table of rows, the same bits: row
+    after row (numpy reduces a C-contiguous (N, D) array along axis 0 so), the running total
+    carried as the first row of each block's reduction."""
+    total = np.zeros(X.shape[1])
+    buffer = np.empty((rows + 1, X.shape[1]))
+    for start in range(0, X.shape[0], rows):
+        block = X[start:start + rows]
+        part = buffer[:block.shape[0] + 1]
+        part[0] = total
+        part[1:] = block
+        total = np.add.reduce(part, axis=0)
+    return total
+
+
 def is_out_of_domain(shift):
     """Whether a shift (``ShiftAccumulator.value``) is above OUT_OF_DOMAIN_SHIFT (nan: no)."""
     return bool(shift > OUT_OF_DOMAIN_SHIFT)
@@ -127,9 +143,10 @@ class TrainingDomain:
         return cls.from_params(plda.mean_, plda.transform_)
 
     def fit(self, X, y):
-        """Training mean and within-class whitening from vectors X (N x D) with speaker labels
-        y; classes of one vector add nothing to the within-class scatter."""
-        X = np.asarray(X)
+        """Training mean and within-class whitening from vectors X (N x D, an array or a
+        table of rows read on demand, models.row_table) with speaker labels y, a block of
+        rows at a time; classes of one vector add nothing to the within-class scatter."""
+        X = X if hasattr(X, "read_rows") else np.asarray(X)   # or rows read on demand
         _, codes, counts = np.unique(np.asarray(y), return_inverse=True, return_counts=True)
         codes = codes.ravel()
         if X.ndim != 2 or X.shape[0] != codes.size:
@@ -138,13 +155,14 @@ class TrainingDomain:
             raise ValueError("no within-class variation: %d vectors of %d speakers"
                              % (X.shape[0], counts.size))
         dim = X.shape[1]
-        mean = X.sum(axis=0, dtype=np.float64) / X.shape[0]
+        mean = _row_sum(X) / X.shape[0]
         scatter = np.zeros((dim, dim))
         class_sums = np.zeros((counts.size, dim))
-        for start in range(0, X.shape[0], BLOCK_ROWS):
-            block = X[start:start + BLOCK_ROWS].astype(np.float64) - mean
+        for start in range(0, X.shape[0], FIT_ROWS):
+            block = X[start:start + FIT_ROWS].astype(np.float64)
+            block -= mean
             scatter += block.T @ block
-            np.add.at(class_sums, codes[start:start + BLOCK_ROWS], block)
+            np.add.at(class_sums, codes[start:start + FIT_ROWS], block)
         between = (class_sums / counts[:, None]).T @ class_sums
         within = (scatter - between) / (X.shape[0] - counts.size)
         values, vectors = np.linalg.eigh(0.5 * (within + within.T))

@@ -51,11 +51,13 @@ class LDA:
         transform.mat), ``eigenvalues_`` (all D, decreasing, as Kaldi logs them),
         ``num_floored_``/``floor_`` (eigenvalue flooring), ``num_speakers_``, ``num_utts_``.
         """
-        X = np.asarray(X)
-        if X.ndim != 2:
-            raise ValueError("LDA.fit: X must be 2-D (one vector per row), got shape %s"
-                             % (X.shape,))
-        X = np.ascontiguousarray(X, dtype=np.float32)  # Kaldi's vectors (no copy if float32)
+        stats, mean = self._statistics(X, y, rows)
+        return self.fit_stats(stats, centre=mean)
+
+    def _statistics(self, X, y, rows):
+        """(ClassStats of the vectors centred on their float32 mean, that mean): ``fit``'s
+        pass over the data (X an array, or a table of rows read in blocks, models.blocked)."""
+        X = blocked.as_rows(X, "LDA.fit")  # Kaldi's float vectors (no copy if float32)
         if rows is not None:
             rows = np.asarray(rows, dtype=np.intp)
         y = np.asarray(y)
@@ -72,8 +74,7 @@ class LDA:
             raise ValueError("LDA.fit: row %d of X contains NaN or infinity"
                              % (bad if rows is None else rows[bad]))
         mean = _mean(X, rows, num_utts)
-        stats = ClassStats().add_table(X, speaker_of.reshape(-1), rows, centre=mean)
-        return self.fit_stats(stats, centre=mean)
+        return ClassStats().add_table(X, speaker_of.reshape(-1), rows, centre=mean), mean
 
     def _check_params(self, dim_in):
         if not 0 < self.dim <= dim_in:
@@ -103,58 +104,40 @@ class LDA:
     def _estimate(self, stats, mean):
         """ComputeLdaTransform from ``stats``; ``mean`` (float32) is the utterance mean that
         goes into the affine offset."""
-        num_utts = stats.count_
-        if num_utts == 0:
-            raise ValueError("Did not read any utterances.")
-        dim_in = stats.dim_
-        self._check_params(dim_in)
-        factor = float(np.float32(self.total_covariance_factor))
-        floor_rel = float(np.float32(self.covariance_floor))
-        num_spk = stats.num_classes
-        self.num_speakers_, self.num_utts_ = num_spk, num_utts
-        if num_spk < 2:
-            raise ValueError("Stats have %d speaker(s), %d utterances: LDA needs at least 2 "
-                             "speakers (the between-class covariance of one speaker is zero)"
-                             % (num_spk, num_utts))
-        if num_utts - num_spk <= 0:
-            raise ValueError("Stats have %d speakers, %d utterances: every speaker has one "
-                             "utterance, so the within-class covariance is zero"
-                             % (num_spk, num_utts))
-        if num_utts < dim_in:
-            raise ValueError("Too little data for iVector dimension: %d utterances but "
-                             "dimension %d (need at least as many utterances as dimensions)"
-                             % (num_utts, dim_in))
-        self.mean_ = mean
-        tot, btw = stats.total_scatter(), stats.between_scatter()
-        total_covar = tot * (1.0 / num_utts)
-        within_covar = (tot - btw) * (1.0 / num_utts)
-        to_normalize = factor * total_covar + (1.0 - factor) * within_covar
+        return self._take(_Decomposition(self, stats, mean))
 
-        # ComputeNormalizingTransform: proj * M * proj^T = I, eigenvalues floored.
-        s, U = _sorted_eigh(to_normalize)
-        if not s[0] > _ZERO_SCATTER * np.trace(total_covar):
-            raise ValueError("Degenerate data: the %s covariance is zero (all vectors are "
-                             "identical%s), so there is nothing to normalize"
-                             % ("interpolated" if factor else "within-class",
-                                "" if factor else " within each speaker"))
-        floor = floor_rel * s[0]
-        self.num_floored_ = int(np.count_nonzero(s < floor))
-        self.floor_ = floor
-        s = np.maximum(s, floor)
-        if not s[-1] > 0.0:
-            raise ValueError("The %s covariance is singular (%d of %d eigenvalues are zero) and "
-                             "--covariance-floor=0 does not floor them; use a positive floor"
-                             % ("interpolated" if factor else "within-class",
-                                int(np.count_nonzero(s <= 0)), s.size))
-        proj = apply_pow(s, -0.5)[:, None] * U.T  # Kaldi: s.ApplyPow(-0.5)
-
-        between_proj = proj @ (total_covar - within_covar) @ proj.T
-        self.eigenvalues_, V = _sorted_eigh(between_proj)
-        self.components_ = V[:, :self.dim].T @ proj
+    def _take(self, path):
+        """This LDA's rows of a ``_Decomposition`` (every dimension's are the leading rows
+        of the same eigenvectors: ComputeLdaTransform keeps the top ``dim`` of them)."""
+        if not 0 < self.dim <= path.dim_in:
+            raise ValueError("LDA dimension --dim=%d must be in 1..%d (the vector dimension)"
+                             % (self.dim, path.dim_in))
+        self.num_speakers_, self.num_utts_ = path.num_speakers, path.num_utts
+        self.mean_ = path.mean
+        self.num_floored_, self.floor_ = path.num_floored, path.floor
+        self.eigenvalues_ = path.eigenvalues
+        self.components_ = path.vectors[:, :self.dim].T @ path.proj
         linear = self.components_.astype(np.float32)
         offset = -(np.matmul(linear, self.mean_))
         self.affine_matrix_ = np.hstack([linear, offset[:, None]]).astype(np.float32)
         return self
+
+    @classmethod
+    def fit_path(cls, X, y, rows=None, **params):
+        """Every output dimension of ``fit(X, y, rows)`` at once: ``path.lda(dim)`` is the
+        same object, to the bit, as ``LDA(dim, **params).fit(X, y, rows)``. The statistics
+        and both eigendecompositions of ComputeLdaTransform do not depend on the output
+        dimension (it keeps the leading ``dim`` rows of one set of eigenvectors), so they
+        are made once here, and each dimension only multiplies its rows out (what the
+        automatic back-end's screen of LDA dimensions needs per fold)."""
+        first = cls(dim=1, **params)
+        return LDAPath(cls, params, _Decomposition(first, *first._statistics(X, y, rows)))
+
+    @classmethod
+    def fit_dims(cls, X, y, dims, rows=None, **params):
+        """{dim: the LDA of ``dim``} for every ``dims``, from one ``fit_path``."""
+        path = cls.fit_path(X, y, rows, **params)
+        return {int(dim): path.lda(dim) for dim in dims}
 
     def transform(self, X):
         """Project vectors with ``affine_matrix_`` exactly as transform-vec does (float32)."""
@@ -168,6 +151,76 @@ def _sorted_eigh(matrix):
     matrix = 0.5 * (matrix + matrix.T)
     values, vectors = np.linalg.eigh(matrix)
     return values[::-1].copy(), vectors[:, ::-1].copy()
+
+
+class LDAPath:
+    """The LDAs of one training set at every output dimension (``LDA.fit_path``):
+    ``lda(dim)``; holds two D x D matrices whatever the number of dimensions asked for."""
+
+    def __init__(self, cls, params, decomposition):
+        self._cls, self._params, self._decomposition = cls, dict(params), decomposition
+
+    @property
+    def dim_in(self):
+        return self._decomposition.dim_in
+
+    def lda(self, dim):
+        return self._cls(dim=int(dim), **self._params)._take(self._decomposition)
+
+
+class _Decomposition:
+    """What ComputeLdaTransform computes before it keeps ``dim`` rows: the normalising
+    projection of the (interpolated) within-class covariance and the eigen-decomposition of
+    the between-class covariance in its space, with the counts and the flooring (the body
+    of ``LDA._estimate``, for ``lda``'s covariance factor and floor)."""
+
+    def __init__(self, lda, stats, mean):
+        num_utts = stats.count_
+        if num_utts == 0:
+            raise ValueError("Did not read any utterances.")
+        dim_in = stats.dim_
+        lda._check_params(dim_in)
+        factor = float(np.float32(lda.total_covariance_factor))
+        floor_rel = float(np.float32(lda.covariance_floor))
+        num_spk = stats.num_classes
+        if num_spk < 2:
+            raise ValueError("Stats have %d speaker(s), %d utterances: LDA needs at least 2 "
+                             "speakers (the between-class covariance of one speaker is zero)"
+                             % (num_spk, num_utts))
+        if num_utts - num_spk <= 0:
+            raise ValueError("Stats have %d speakers, %d utterances: every speaker has one "
+                             "utterance, so the within-class covariance is zero"
+                             % (num_spk, num_utts))
+        if num_utts < dim_in:
+            raise ValueError("Too little data for iVector dimension: %d utterances but "
+                             "dimension %d (need at least as many utterances as dimensions)"
+                             % (num_utts, dim_in))
+        self.dim_in, self.num_speakers, self.num_utts, self.mean = (dim_in, num_spk, num_utts,
+                                                                     mean)
+        tot, btw = stats.total_scatter(), stats.between_scatter()
+        total_covar = tot * (1.0 / num_utts)
+        within_covar = (tot - btw) * (1.0 / num_utts)
+        to_normalize = factor * total_covar + (1.0 - factor) * within_covar
+
+        # ComputeNormalizingTransform: proj * M * proj^T = I, eigenvalues floored.
+        s, U = _sorted_eigh(to_normalize)
+        if not s[0] > _ZERO_SCATTER * np.trace(total_covar):
+            raise ValueError("Degenerate data: the %s covariance is zero (all vectors are "
+                             "identical%s), so there is nothing to normalize"
+                             % ("interpolated" if factor else "within-class",
+                                "" if factor else " within each speaker"))
+        floor = floor_rel * s[0]
+        self.num_floored = int(np.count_nonzero(s < floor))
+        self.floor = floor
+        s = np.maximum(s, floor)
+        if not s[-1] > 0.0:
+            raise ValueError("The %s covariance is singular (%d of %d eigenvalues are zero) and "
+                             "--covariance-floor=0 does not floor them; use a positive floor"
+                             % ("interpolated" if factor else "within-class",
+                                int(np.count_nonzero(s <= 0)), s.size))
+        self.proj = apply_pow(s, -0.5)[:, None] * U.T  # Kaldi: s.ApplyPow(-0.5)
+        between_proj = self.proj @ (total_covar - within_covar) @ self.proj.T
+        self.eigenvalues, self.vectors = _sorted_eigh(between_proj)
 
 
 _CHUNK_ROWS = 4096

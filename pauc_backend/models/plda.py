@@ -271,17 +271,23 @@ class PLDA:
         simple_length_norm; applied only if normalize_length, returned either way.
         """
         X = self._check_dim(X, "Vectors")
-        U = X @ self.transform_.T + self.offset_
+        U = X @ self.transform_.T
+        U += self.offset_
         num_utts = np.broadcast_to(np.asarray(num_utts, dtype=np.float64), (X.shape[0],))
         if np.any(num_utts < 1):
             raise ValueError("Number of utterances must be >= 1")
         if simple_length_norm:
             factors = np.sqrt(self.dim) / np.linalg.norm(U, axis=1)
-        else:
-            inv_covar = 1.0 / (self.psi_[None, :] + 1.0 / num_utts[:, None])
-            factors = np.sqrt(self.dim / np.einsum("ij,ij->i", U * U, inv_covar))
+        else:      # a block of rows at a time: the same row sums, no n x dim temporaries
+            factors = np.empty(U.shape[0])
+            rows = max(64, (1 << 20) // max(1, self.dim))
+            for a in range(0, U.shape[0], rows):
+                inv_covar = 1.0 / (self.psi_[None, :] + 1.0 / num_utts[a:a + rows, None])
+                block = U[a:a + rows]
+                factors[a:a + rows] = np.sqrt(self.dim / np.einsum("ij,ij->i", block * block,
+                                                                   inv_covar))
         if normalize_length:
-            U = U * factors[:, None]
+            U *= factors[:, None]
         return U, factors
 
     def log_likelihood_ratio(self, U_enroll, U_test, num_utts=1):
@@ -301,50 +307,46 @@ class PLDA:
         return given - without
 
     def score_pairs(self, U_enroll, U_test, enroll_index, test_index, num_utts=1,
-                    block_size=2048, dense_limit=None):
+                    block_size=None, dense_limit=None):
         """LLRs for trials (U_enroll[enroll_index[k]], U_test[test_index[k]]).
 
         Same value as ``log_likelihood_ratio`` on gathered rows, written as
         LLR = c_e + <p_e, v_t> + q_t(n_e), where q_t(n) = <g(n), v_t^2> is tabulated per distinct
         n. A dense product over the distinct enrollment and test vectors when that grid has at
         most ``dense_limit`` cells (default: 4 per trial + 65536), otherwise row-wise dot
-        products in blocks of ``block_size``; never a loop over trials.
+        products in blocks of ``block_size`` trials (blocked.row_dots); never a loop over
+        trials.
         """
         U_enroll = np.asarray(U_enroll, dtype=np.float64)
         U_test = np.asarray(U_test)
         if U_test.dtype != np.float32:  # float32 rows are gathered as such (half the traffic)
-            U_test = U_test.astype(np.float64)
+            U_test = np.asarray(U_test, dtype=np.float64)
         enroll_index = np.asarray(enroll_index, dtype=np.intp)
         test_index = np.asarray(test_index, dtype=np.intp)
         n = np.broadcast_to(np.asarray(num_utts, dtype=np.float64), (U_enroll.shape[0],))
         n_values, n_of_enroll = np.unique(n, return_inverse=True)
         psi = self.psi_[None, :]
-        gain = n[:, None] * psi / (n[:, None] * psi + 1.0)
-        inv_var = 1.0 / (1.0 + psi / (n[:, None] * psi + 1.0))
-        enroll_const = 0.5 * (np.log(inv_var).sum(axis=1) + np.log(1.0 + self.psi_).sum()
-                              - ((gain * U_enroll) ** 2 * inv_var).sum(axis=1))
-        enroll_lin = gain * inv_var * U_enroll
+        # per enrollment row, a block of rows at a time (the same element-wise arithmetic and
+        # row sums: the same bits; no temporaries of n x dim beyond enroll_lin itself)
+        enroll_const = np.empty(U_enroll.shape[0])
+        enroll_lin = np.empty_like(U_enroll)
+        rows = max(64, (1 << 20) // max(1, self.dim))
+        for a in range(0, U_enroll.shape[0], rows):
+            nb = n[a:a + rows, None]
+            gain = nb * psi / (nb * psi + 1.0)
+            inv_var = 1.0 / (1.0 + psi / (nb * psi + 1.0))
+            enroll_const[a:a + rows] = 0.5 * (
+                np.log(inv_var).sum(axis=1) + np.log(1.0 + self.psi_).sum()
+                - ((gain * U_enroll[a:a + rows]) ** 2 * inv_var).sum(axis=1))
+            enroll_lin[a:a + rows] = gain * inv_var * U_enroll[a:a + rows]
         nv = n_values[:, None]
         quad_coef = 0.5 * (1.0 / (1.0 + psi) - 1.0 / (1.0 + psi / (nv * psi + 1.0)))
-        test_sq = U_test.astype(np.float64) ** 2
+        test_sq = np.square(U_test, dtype=np.float64)
         test_quad = test_sq @ quad_coef.T                # q_t(n), one column per distinct n
+        del test_sq
 
         num_trials = enroll_index.shape[0]
         limit = 4 * num_trials + 65536 if dense_limit is None else dense_limit
-        e_uniq = np.flatnonzero(np.bincount(enroll_index, minlength=U_enroll.shape[0]))
-        t_uniq = np.flatnonzero(np.bincount(test_index, minlength=U_test.shape[0]))
-        if e_uniq.size * t_uniq.size <= limit:
-            e_pos = np.zeros(U_enroll.shape[0], dtype=np.intp)
-            e_pos[e_uniq] = np.arange(e_uniq.size)
-            t_pos = np.zeros(U_test.shape[0], dtype=np.intp)
-            t_pos[t_uniq] = np.arange(t_uniq.size)
-            grid = enroll_lin[e_uniq] @ U_test[t_uniq].T.astype(np.float64)
-            lin = grid[e_pos[enroll_index], t_pos[test_index]]
-        else:
-            lin = np.empty(num_trials)
-            for start in range(0, num_trials, block_size):
-                block = slice(start, start + block_size)
-                lin[block] = np.einsum("ij,ij->i", enroll_lin[enroll_index[block]],
-                                       U_test[test_index[block]])
+        lin = blocked.row_dots(enroll_lin, U_test, enroll_index, test_index, limit, block_size)
         return enroll_const[enroll_index] + lin + test_quad[test_index,
                                                             n_of_enroll[enroll_index]]

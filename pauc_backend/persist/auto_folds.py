@@ -49,7 +49,9 @@ from pauc_backend.kaldi_io.codec import read_matrix_obj
 from pauc_backend.kaldi_io.commit import (claimed, committed_at_once, make_temp_dir,
                                           remove_stale_temp_dirs, replace_directory)
 from pauc_backend.kaldi_io.regular_files import read_regular
+from pauc_backend.models import blocked
 from pauc_backend.models.auto import params as auto_params
+from pauc_backend.models.auto.table import TrainingTable
 
 FORMAT = 2
 _MAX_INFO_BYTES = 1 << 24          # an info.json is a few kB; refuse anything absurd
@@ -74,9 +76,12 @@ def model_options(model):
 
 
 def data_digest(X, y, groups=None):
-    """sha256 of the training vectors (float32 bytes), their speaker labels and groups."""
+    """sha256 of the training vectors (float32 bytes), their speaker labels and groups; X
+    may be a TrainingTable (models.auto.table: y and groups are its own), held or spooled."""
+    if isinstance(X, TrainingTable):
+        X, y, groups = X.X, X.y, X.groups
     h = hashlib.sha256()
-    X = np.asarray(X)
+    X = X if blocked.is_table(X) else np.asarray(X)
     h.update(repr(X.shape).encode())
     for start in range(0, X.shape[0], 8192):            # no float32 copy of the table
         h.update(np.ascontiguousarray(X[start:start + 8192], dtype=np.float32).tobytes())

@@ -125,3 +125,33 @@ def test_output_dimension_must_fit_the_input(dim):
     X, y = make_speakers(np.random.default_rng(9))
     with pytest.raises(ValueError, match="--dim=%d must be in 1..8" % dim):
         LDA(dim=dim).fit(X, y)
+
+
+@pytest.mark.parametrize("seed, factor", [(10, 0.0), (11, 0.1), (12, 1.0)])
+def test_every_dimension_from_one_decomposition_equals_its_own_fit(seed, factor):
+    """LDA.fit_dims (the automatic back-end's screen of LDA dimensions, issue 35) gives, for
+    each dimension, the same bits as a fit at that dimension alone: ComputeLdaTransform's
+    statistics and eigendecompositions do not depend on the output dimension."""
+    rng = np.random.default_rng(seed)
+    X, y = make_speakers(rng, num_spk=60, per_spk=5, dim=24)
+    rows = np.sort(rng.choice(len(y), 250, replace=False))[::-1]     # a selection, reordered
+    dims = [1, 3, 8, 23, 24]
+    fitted = LDA.fit_dims(X, y[rows], dims, rows=rows, total_covariance_factor=factor)
+    assert sorted(fitted) == dims
+    for dim in dims:
+        alone = LDA(dim=dim, total_covariance_factor=factor).fit(X, y[rows], rows=rows)
+        got = fitted[dim]
+        assert got.dim == dim and got.affine_matrix_.shape == (dim, 25)
+        for name in ("affine_matrix_", "components_", "eigenvalues_", "mean_"):
+            assert np.array_equal(getattr(got, name), getattr(alone, name)), (dim, name)
+        assert (got.num_floored_, got.floor_, got.num_speakers_, got.num_utts_) == \
+            (alone.num_floored_, alone.floor_, alone.num_speakers_, alone.num_utts_)
+
+
+def test_every_dimension_from_one_decomposition_checks_like_a_fit():
+    X, y = make_speakers(np.random.default_rng(13))
+    with pytest.raises(ValueError, match="--dim=9 must be in 1..8"):
+        LDA.fit_dims(X, y, [2, 9])
+    X[3, 1] = np.inf
+    with pytest.raises(ValueError, match="row 3 of X contains NaN"):
+        LDA.fit_dims(X, y, [2])

@@ -256,55 +256,88 @@ def stream_spk2utt(log, spk2utt, vector_rspecifier, spk2utt_name=None):
     duplicate key), as are a speaker with an empty list and spk2utt/vectors that do not match
     (``check_lookup_counts``).
     """
-    for spk, utts in spk2utt.items():
-        if not utts:
-            where = " in %s" % spk2utt_name if spk2utt_name else ""
-            raise KaldiError("Speaker with no utterances: %s%s" % (spk, where))
-    sizes = np.fromiter(map(len, spk2utt.values()), dtype=np.intp, count=len(spk2utt))
-    label = np.repeat(np.arange(sizes.size, dtype=np.int32), sizes)
-    position, extra = {}, {}
-    slot = 0
-    for utts in spk2utt.values():
-        for utt in utts:
-            if position.setdefault(utt, slot) != slot:
-                extra.setdefault(utt, []).append(slot)
-            slot += 1
-    found = np.zeros(label.size, dtype=bool)
-    single = bool(sizes.size) and bool((sizes == 1).all())
-    speaker_keys = num_vectors = 0
-    stats = ClassStats(num_classes=sizes.size)
+    listed = ListedSlots(spk2utt, spk2utt_name)
+    stats = ClassStats(num_classes=listed.sizes.size)
     blocks = _Blocks(stats, vector_rspecifier)
-    for chunk in iter_vector_chunks(vector_rspecifier):
-        keys = chunk.keys
-        num_vectors += len(keys)
-        if single:  # only asked when every list has one utterance (utt2spk given?)
-            speaker_keys += sum(key in spk2utt for key in keys)
-        slots = _lookup(position, keys)
-        keep = slots >= 0
-        if not keep.all():
-            slots = slots[keep]
-            keys = [key for key, kept in zip(keys, keep.tolist()) if kept]
-        if not slots.size:
-            continue
-        if found[slots].any() or np.unique(slots).size < slots.size:
-            seen = set()
-            key = next(k for k, s in zip(keys, slots.tolist()) if found[s] or s in seen
-                       or seen.add(s))
-            raise KaldiError("Duplicate key '%s' in %s" % (key, vector_rspecifier))
-        X = chunk.X if keep.all() else chunk.X[keep]
-        blocks.add(X, label[slots], keys)
-        found[slots] = True
-        if extra:  # utterances listed more than once count once per listing, as in Kaldi
-            again = [i for i, key in enumerate(keys) if key in extra]
-            for i in again:
-                more = np.asarray(extra[keys[i]], dtype=np.intp)
-                blocks.add(np.repeat(X[i:i + 1], more.size, axis=0), label[more],
-                           [keys[i]] * more.size)
-                found[more] = True
+    for slots, X, keys in listed.vectors(vector_rspecifier):
+        blocks.add(X, listed.label[slots], keys)
     blocks.flush()
-    check_lookup_counts(spk2utt, label.size, int(np.count_nonzero(found)), num_vectors,
-                        lambda: speaker_keys, spk2utt_name, vector_rspecifier)
-    return stats, _report_missing(log, spk2utt, found, sizes)
+    return stats, listed.finish(log, vector_rspecifier)
+
+
+class ListedSlots:
+    """The utterances of a spk2utt table numbered in its order, one SLOT per listing (an
+    utterance listed under two speakers has two, as Kaldi counts it twice): ``sizes`` (per
+    speaker), ``label`` (per slot: its speaker's number in spk2utt order), ``utterances()``
+    (per slot), ``found`` (per slot: its vector was read). A speaker with an empty list is an
+    error. ``vectors(rspecifier)`` reads a table once, in table order, and yields the listed
+    vectors; ``finish`` then checks that the tables match and gives Kaldi's warnings."""
+
+    def __init__(self, spk2utt, spk2utt_name=None):
+        for spk, utts in spk2utt.items():
+            if not utts:
+                where = " in %s" % spk2utt_name if spk2utt_name else ""
+                raise KaldiError("Speaker with no utterances: %s%s" % (spk, where))
+        self.spk2utt, self.spk2utt_name = spk2utt, spk2utt_name
+        self.sizes = np.fromiter(map(len, spk2utt.values()), dtype=np.intp,
+                                 count=len(spk2utt))
+        self.label = np.repeat(np.arange(self.sizes.size, dtype=np.int32), self.sizes)
+        self.position, self.extra = {}, {}
+        slot = 0
+        for utts in spk2utt.values():
+            for utt in utts:
+                if self.position.setdefault(utt, slot) != slot:
+                    self.extra.setdefault(utt, []).append(slot)
+                slot += 1
+        self.found = np.zeros(self.label.size, dtype=bool)
+        self.num_vectors = self.speaker_keys = 0
+
+    def utterances(self):
+        """The utterance of each slot (a list)."""
+        return [utt for utts in self.spk2utt.values() for utt in utts]
+
+    def vectors(self, vector_rspecifier):
+        """``(slots, X, keys)`` of the listed vectors, in table order (X: float32 rows, valid
+        until the next step; an utterance listed again comes once more, after its chunk,
+        with its other slots); vectors not listed are skipped. A listed utterance found
+        twice in the table is an error (Kaldi's RandomAccessTableReader: duplicate key)."""
+        found, extra, spk2utt = self.found, self.extra, self.spk2utt
+        single = bool(self.sizes.size) and bool((self.sizes == 1).all())
+        for chunk in iter_vector_chunks(vector_rspecifier):
+            keys = chunk.keys
+            self.num_vectors += len(keys)
+            if single:  # only asked when every list has one utterance (utt2spk given?)
+                self.speaker_keys += sum(key in spk2utt for key in keys)
+            slots = _lookup(self.position, keys)
+            keep = slots >= 0
+            if not keep.all():
+                slots = slots[keep]
+                keys = [key for key, kept in zip(keys, keep.tolist()) if kept]
+            if not slots.size:
+                continue
+            if found[slots].any() or np.unique(slots).size < slots.size:
+                seen = set()
+                key = next(k for k, s in zip(keys, slots.tolist()) if found[s] or s in seen
+                           or seen.add(s))
+                raise KaldiError("Duplicate key '%s' in %s" % (key, vector_rspecifier))
+            X = chunk.X if keep.all() else chunk.X[keep]
+            yield slots, X, keys
+            found[slots] = True
+            if extra:  # utterances listed more than once count once per listing, as in Kaldi
+                again = [i for i, key in enumerate(keys) if key in extra]
+                for i in again:
+                    more = np.asarray(extra[keys[i]], dtype=np.intp)
+                    yield more, np.repeat(X[i:i + 1], more.size, axis=0), [keys[i]] * more.size
+                    found[more] = True
+
+    def finish(self, log, vector_rspecifier):
+        """After ``vectors``: KaldiError when the tables do not match
+        (``check_lookup_counts``), else Kaldi's warnings for listed utterances without a
+        vector; returns the SpeakerCounts."""
+        check_lookup_counts(self.spk2utt, self.label.size, int(np.count_nonzero(self.found)),
+                            self.num_vectors, lambda: self.speaker_keys, self.spk2utt_name,
+                            vector_rspecifier)
+        return _report_missing(log, self.spk2utt, self.found, self.sizes)
 
 
 def _report_missing(log, spk2utt, found, sizes):

@@ -2,15 +2,13 @@
 
 import os
 
-import numpy as np
-
 from pauc_backend.persist.auto_backend import write_model_dir
 from pauc_backend.persist.auto_folds import combine, job_folds, run_fold_job
 from pauc_backend.cli.framework.kaldi_cli import Progress, Tool, format_float
-from pauc_backend.cli.framework.speaker_tables import gather_speakers, read_spk2utt
+from pauc_backend.cli.framework.training_table import read_training_table
 from pauc_backend.cli.framework.vector_input import check_finite
 from pauc_backend.errors import KaldiError
-from pauc_backend.kaldi_io import read_token_table, read_vector_table
+from pauc_backend.kaldi_io import read_vector_table
 from pauc_backend.kaldi_io.commit import claim_outputs
 from pauc_backend.kaldi_io.streams import check_writable
 from pauc_backend.cli.options import pauc as pauc_options
@@ -58,6 +56,22 @@ fits and scorings; at one dimension, on m folds, the two metrics (--num-iters it
 --batch-size speakers) and the discriminative PLDA, on the others what the promoted need.
 With fewer than 2 m folds there is no candidate screening. The log and system.txt say what
 was screened on what and what was promoted, and why.
+
+Memory (n listed vectors of dimension D, S speakers, K folds, d <= the largest LDA dimension,
+J = --num-jobs): the vectors are read once (a pipe is fine). Held: the speaker table (about
+200 bytes a listed utterance, and a few index arrays of 8 bytes a vector); the table itself
+(n D 4 bytes) only when that is at most --in-memory-mb, else it is spooled as it is read to
+an unlinked file in $TMPDIR (n D 4 bytes of disk) that the final training reads a block at a
+time; the cross-fitting subset, gathered on the way (at most --max-vectors x D x 4 bytes);
+the held-out trials (at most K x --max-trials x 17 bytes) and the scores the rating still
+needs (at most 13 columns x K x --max-trials x 4 bytes); in each of J processes one fold's
+training (D x D and S x D doubles of statistics; the metrics' projected vectors, (K-1)/K of
+the subset x d x 4 bytes, twice while a metric trains) and its held-out scoring, one space at
+a time (the fold's vectors' LDA vectors, made once, 4 bytes a dimension; the features of one
+space, 8 bytes a dimension; and 8 bytes a trial a system); then, with the cross-fitting's data released, the final model: its statistics, the
+pAUCMetrics' sample (at most --max-metric-vectors x d x 4 bytes, twice while a metric
+trains but the last), the discriminative PLDA's trial grid and the AS-norm cohort (S x D x 4
+bytes). Beyond the speaker table nothing grows with n (docs/auto-backend.md).
 
 What cross-fitting cannot see: its held-out speakers are training speakers, so a shift
 between the training domain and the vectors you will score is invisible to it. Give
@@ -165,6 +179,10 @@ tool.register("fold-jobs", 0, "With --fold-stage: the number of fold jobs (job J
               "J+NJ, ...); 0: one fold per job", bounds=(">=0",))
 tool.register("combine", "", "Directory of the fold jobs' outputs: choose and train the final "
               "back-end from them (instead of cross-fitting here)")
+tool.register("in-memory-mb", 256.0, "Hold a training table of at most this many MB (listed "
+              "vectors x dimension x 4 bytes) in memory; a larger one is spooled to an unlinked "
+              "temporary file in $TMPDIR and read back in blocks (the same model either way; "
+              "0: always spool). See 'Memory' above", bounds=(">=0",))
 
 
 @tool.check
@@ -226,75 +244,55 @@ def run(opts, args):
         log.log(message, depth=2)
 
     model = make_estimator(opts, log_line, lambda line: log.log(line, depth=3))
-    keys, X = read_vector_table(vector_rspecifier)
-    if not len(keys):
-        raise KaldiError("No vectors in %s" % vector_rspecifier)
-    position = {key: row for row, key in enumerate(keys)}
-    spk2utt, spk2utt_name = read_spk2utt(log, spk2utt_rspecifier, position)
-    speakers = gather_speakers(log, spk2utt, position, spk2utt_name)
-    if not speakers.rows.size:
-        raise KaldiError("No speaker in %s has a vector in %s"
-                         % (spk2utt_rspecifier, vector_rspecifier))
-    check_finite(keys, X, vector_rspecifier, speakers.rows)
-    utts = ([keys[row] for row in speakers.rows] if opts.utt2group or opts.utt2dur
-            else None)
-    # the table is held once: reordered (a copy) only when spk2utt lists it in another order
-    if not np.array_equal(speakers.rows, np.arange(X.shape[0])):
-        X = X[speakers.rows]
-    del keys
-    labels = speakers.labels
-    groups = None
-    if opts.utt2group:
-        table = read_token_table(opts.utt2group)
-        missing = [u for u in utts if u not in table]
-        if missing:
-            raise KaldiError("Utterance %s has no group in %s" % (missing[0], opts.utt2group))
-        groups = np.array([table[u] for u in utts])
+    # one pass over the vectors: the cross-fitting subset gathered, the table held or spooled;
+    # groups and durations in the table's row order
+    table = read_training_table(log, vector_rspecifier, spk2utt_rspecifier, (
+        model.max_speakers, model.max_vectors, model.random_state), opts.in_memory_mb,
+        opts.utt2group, opts.utt2dur)
     log.log("Read %d vectors of dimension %d from %d speakers"
-            % (X.shape[0], X.shape[1], len(speakers.speakers)))
-    durations = (dev_options.read_durations(opts.utt2dur, utts, "training utterance")
-                 if opts.utt2dur else None)
-    A = read_adapt(opts.adapt, X, labels, log) if opts.adapt else None
-    dev = dev_options.read_dev_trials(opts, X.shape[1], log) if opts.dev_trials else None
+            % (table.shape + (table.num_speakers,)))
+    A = read_adapt(opts.adapt, table, log) if opts.adapt else None
+    dev = dev_options.read_dev_trials(opts, table.shape[1], log) if opts.dev_trials else None
     if opts.fold_stage:
         folds = job_folds(opts.fold, opts.fold_jobs, opts.num_folds)
         if not folds:
             log.log("Job %d of %d has no fold (--num-folds=%d): nothing to do"
                     % (opts.fold, opts.fold_jobs, opts.num_folds))
             return 0
-        run_fold_job(model, X, labels, groups, opts.fold_stage, folds, model_dir, log=log.log,
-                     X_adapt=A)
+        run_fold_job(model, table, None, None, opts.fold_stage, folds, model_dir,
+                     log=log.log, X_adapt=A)
         progress.close()
         return 0
     if opts.combine:
-        combine(model, X, labels, groups, opts.combine, X_adapt=A, durations=durations)
+        combine(model, table, None, None, opts.combine, X_adapt=A,
+                durations=table.durations)
     else:
         try:
-            model.fit(X, labels, groups, X_adapt=A, dev=dev, durations=durations)
+            model.fit(table, X_adapt=A, dev=dev, durations=table.durations)
         except ValueError as err:
             raise KaldiError("Cannot choose a back-end: %s" % err) from None
     progress.close()
     write_model_dir(model_dir, model, binary=opts.binary,
-                    extra_lines=["train_vectors %d" % X.shape[0],
-                                 "train_speakers %d" % len(speakers.speakers)])
+                    extra_lines=["train_vectors %d" % table.shape[0],
+                                 "train_speakers %d" % table.num_speakers])
     log.log("Wrote %s (system %s, LDA %s, held-out pAUC %s)" % (
         model_dir, "+".join(model.members_), dim_label(model.lda_dim_),
         format_float(model.chosen_["pauc"])))
     return 0
 
 
-def read_adapt(rspecifier, X, labels, log):
+def read_adapt(rspecifier, table, log):
     """The --adapt vectors, checked, with their domain shift from the training vectors
     logged (models.domain; the same measure score-pauc-auto warns on)."""
     keys, A = read_vector_table(rspecifier)
     if len(keys) < 2:
         raise KaldiError("--adapt=%s has %d vectors; the adaptation set needs at least 2"
                          % (rspecifier, len(keys)))
-    if A.shape[1] != X.shape[1]:
+    if A.shape[1] != table.shape[1]:
         raise KaldiError("--adapt=%s has vectors of dimension %d but the training vectors %d"
-                         % (rspecifier, A.shape[1], X.shape[1]))
+                         % (rspecifier, A.shape[1], table.shape[1]))
     check_finite(keys, A, rspecifier)
-    shift = TrainingDomain().fit(X, labels).shift(A)
+    shift = TrainingDomain().fit(table.X, table.y).shift(A)
     log.log("Read %d adaptation vectors from %s; %s%s" % (
         len(keys), rspecifier, describe_shift(shift),
         " (out of the training domain: adaptation is what they are for)"

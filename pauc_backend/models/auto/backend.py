@@ -44,6 +44,7 @@ from pauc_backend.models.auto import final, pseudo_stage, qmf
 from pauc_backend.models.auto.params import DEFAULT_CANDIDATES
 from pauc_backend.models.auto.policy import make_plan
 from pauc_backend.models.auto.settings import Reporter, Settings
+from pauc_backend.models.auto.table import as_table
 from pauc_backend.models.auto.systems import base_system, candidate_title, parse_candidate
 
 _D = auto_params.default
@@ -83,7 +84,8 @@ class AutoBackend:
                  progress_interval=_D("progress_interval"), max_speakers=_D("max_speakers"),
                  max_vectors=_D("max_vectors"), screen_factor=_D("screen_factor"),
                  max_adapt_vectors=_D("max_adapt_vectors"), max_dev_trials=_D("max_dev_trials"),
-                 dev_resamples=_D("dev_resamples"), quality_measures=_D("quality_measures")):
+                 dev_resamples=_D("dev_resamples"), quality_measures=_D("quality_measures"),
+                 max_metric_vectors=_D("max_metric_vectors")):
         self.lda_dims = lda_dims
         self.candidates = candidates
         self.num_folds = num_folds
@@ -113,6 +115,7 @@ class AutoBackend:
         self.max_dev_trials = max_dev_trials
         self.dev_resamples = dev_resamples
         self.quality_measures = quality_measures
+        self.max_metric_vectors = max_metric_vectors
 
     # -- scikit-learn conventions ---------------------------------------------------------------
     @classmethod
@@ -136,7 +139,8 @@ class AutoBackend:
         auto_params.check(values)
         for name in ("lda_dims", "candidates", "dplda_lambdas", "max_trials",
                      "max_utts_per_speaker", "max_fusion_trials", "max_rating_fusion_trials",
-                     "max_speakers", "max_vectors", "max_adapt_vectors", "max_dev_trials"):
+                     "max_speakers", "max_vectors", "max_adapt_vectors", "max_dev_trials",
+                     "max_metric_vectors"):
             setattr(self, name, auto_params.normalised(name, getattr(self, name)))
         return values
 
@@ -148,21 +152,9 @@ class AutoBackend:
         return settings.pipeline(lda_dim, systems, seed)
 
     def _check(self, X, y, groups, adapted=False, in_domain=False):
-        X = np.asarray(X)
-        if X.dtype != np.float32:
-            X = X.astype(np.float32)
-        y = np.asarray(y)
-        if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
-            raise ValueError("expected a non-empty 2-D array of vectors, got shape %s"
-                             % (X.shape,))
-        if y.shape != (X.shape[0],):
-            raise ValueError("%d vectors but %d speaker labels" % (X.shape[0], y.size))
-        from pauc_backend.models import blocked
-        bad = blocked.first_nonfinite(X)
-        if bad is not None:
-            raise ValueError("vector %d contains NaN or Inf" % bad)
-        if groups is not None and np.asarray(groups).shape != y.shape:
-            raise ValueError("groups must have one entry per vector")
+        """(the TrainingTable of the data, checked (models.auto.table), {candidate: its
+        members}); ValueError naming a bad parameter or piece of data."""
+        table = as_table(X, y, groups)
         self.check_params()
         names = list(self.candidates)
         if adapted and tuple(names) == tuple(DEFAULT_CANDIDATES):
@@ -171,12 +163,14 @@ class AutoBackend:
         if in_domain:        # the do-no-harm baselines are always candidates (selection)
             have = {parse_candidate(name) for name in names}
             names += [b for b in BASELINES if (b,) not in have]
-        return X, y, {name: parse_candidate(name) for name in names}
+        return table, {name: parse_candidate(name) for name in names}
 
     # -- fitting -----------------------------------------------------------------------------
-    def fit(self, X, y, groups=None, X_adapt=None, dev=None, durations=None):
+    def fit(self, X, y=None, groups=None, X_adapt=None, dev=None, durations=None):
         """Cross-fit every candidate on raw training vectors X (n, D) with speaker labels y,
         keep one by held-out pAUC[alpha, beta] (``selection``), retrain it on all speakers.
+        X may also be a models.auto.table.TrainingTable (y and groups then come from it:
+        train-pauc-auto's table, held in memory or spooled to disk).
         ``X_adapt``: unlabelled raw vectors of the domain to be scored (models.auto.adapt:
         the centring mean, the adapted PLDA and what the cross-fitting can see).
         ``dev``: labelled development trials of that domain (models.auto.dev.DevTrials):
@@ -203,25 +197,28 @@ class AutoBackend:
         if getattr(self, "_reporter", None) is not None:
             self._reporter.close()
 
-    def prepare(self, X, y, groups=None, X_adapt=None, dev=None, durations=None):
+    def prepare(self, X, y=None, groups=None, X_adapt=None, dev=None, durations=None):
         """Check the data and the parameters, choose the cross-fitting subset, deal the
         speaker folds, build every fold's held-out trials (models.auto.policy); returns the
-        plan. Resets the store of held-out scores."""
+        plan. Resets the store of held-out scores. X, dev, durations: as ``fit``
+        (durations: of the table's rows; default: a TrainingTable's own)."""
         # evidence from the user's domain (development trials; the pseudo-speakers of issue
         # 34 item 1 will be the other): the do-no-harm baselines become candidates
         in_domain = dev is not None
-        X, y, members = self._check(X, y, groups, X_adapt is not None, in_domain)
+        table, members = self._check(X, y, groups, X_adapt is not None, in_domain)
         if X_adapt is not None:
-            X_adapt = auto_adapt.check_adapt(X_adapt, X.shape[1])
+            X_adapt = auto_adapt.check_adapt(X_adapt, table.shape[1])
+        if durations is None:
+            durations = table.durations
         if durations is not None:
             durations = np.asarray(durations, dtype=np.float64).reshape(-1)
-            if durations.size != X.shape[0] or not np.all(np.isfinite(durations)
-                                                           & (durations > 0)):
+            if durations.size != table.shape[0] or not np.all(np.isfinite(durations)
+                                                               & (durations > 0)):
                 raise ValueError("durations need one positive finite value per training "
                                  "vector")
         settings = Settings.of(self.get_params())
         if dev is not None:
-            dev = dataclasses.replace(dev).check(X.shape[1]).capped(
+            dev = dataclasses.replace(dev).check(table.shape[1]).capped(
                 settings.max_dev_trials, settings.random_state)
         if in_domain and 0 not in settings.lda_dims:   # the centred cosine baseline: LDA none
             settings = dataclasses.replace(settings, lda_dims=(0,) + settings.lda_dims)
@@ -230,11 +227,12 @@ class AutoBackend:
         self.settings_ = settings
         self._close()
         reporter = self._reporter = Reporter(self.log, self.progress, self.progress_interval)
-        self.n_features_in_ = X.shape[1]
+        self.n_features_in_ = table.shape[1]
         found = None
         if X_adapt is not None:       # pseudo-speakers (models.auto.pseudo): in-domain evidence
-            if dev is None:
-                found = pseudo_stage.prepare_clustering(settings, reporter, X, y, X_adapt)
+            if dev is None:           # (reads the table's rows it samples, held or spooled)
+                found = pseudo_stage.prepare_clustering(settings, reporter, table.X, table.y,
+                                                        X_adapt)
             else:
                 reporter.log("Pseudo-speakers: not built (the development trials rate)")
         if found is not None and found.ok and not in_domain:
@@ -245,11 +243,15 @@ class AutoBackend:
             self.settings_ = settings
             reporter.log("Raw cosine and the centred cosine at LDA none are candidates (do "
                          "no harm: models/selection.py)")
-        plan = make_plan(settings, reporter, X, y, groups, members)
-        plan.adapt = X_adapt
+        X, y, groups, rows, subset = table.crossfit(settings.max_speakers, settings.max_vectors,
+                                                    settings.random_state)
+        plan = make_plan(settings, reporter, X, y, groups, members, (rows, subset),
+                         table.num_speakers)
+        plan.table, plan.adapt = table, X_adapt
         plan.pseudo = found
         plan.dev = dev
-        plan.durations = durations
+        # the held-out trials' sides are rows of the cross-fitting's X: their durations too
+        plan.durations = None if durations is None else table.of_crossfit(durations, X)
         if X_adapt is not None:        # each held-out fold moved into the adaptation domain
             rows, _ = auto_adapt.adapt_rows(X_adapt.shape[0], settings.max_adapt_vectors,
                                             settings.random_state)
@@ -263,7 +265,7 @@ class AutoBackend:
                              "adapted PLDA are used)" % (rows.size, X.shape[1]))
         plan = CrossFit(settings, reporter, plan, self._make_pipeline)
         self.num_speakers_ = plan.num_speakers
-        self.fold_of_vector_ = plan.fold_of_vector
+        self.fold_of_vector_ = table.fold_of_vector(plan.fold_of_vector, X)
         self._take_decisions(plan)
         reporter.log("Cross-fitting: %d speakers in %d folds (%s), held-out trials per fold: "
                      "%s" % (int(np.unique(y[plan.fold_of_vector >= 0]).size),
@@ -314,7 +316,7 @@ class AutoBackend:
         for stage in (1, 2, 3):
             plan.stage_work(stage)
             plan.need_folds(stage)
-        X, y = plan.X, plan.y
+        X, y = plan.table.X, plan.table.y       # every training vector (held or spooled)
         settings, reporter = plan.settings, plan.reporter
         self.n_features_in_ = X.shape[1]
         self._take_decisions(plan)
@@ -339,6 +341,7 @@ class AutoBackend:
         plan.store.clear()
         if plan.dev_scores is not None:
             plan.dev_scores.clear()
+        plan.release_data()
         self.pipeline_ = self._make_pipeline(dim, self.members_, settings.random_state)
         if self.dplda_lambda_ is not None:          # only the cross-fitted lambda
             self.pipeline_.dplda_lambdas = (self.dplda_lambda_,)
@@ -356,6 +359,13 @@ class AutoBackend:
         finally:
             self.pipeline_.progress = None
             self._close()
+        used, total = getattr(self.pipeline_, "metric_rows_", (0, 0))
+        self.sample_lines_ = []
+        if used < total:
+            self.sample_lines_ = ["final_metric_vectors %d of %d" % (used, total)]
+            reporter.log("The final pAUCMetrics trained on %d of the %d training vectors (the "
+                         "same seeded cap on each speaker's count; max_metric_vectors)"
+                         % (used, total))
         self.domain_, train_domain = auto_adapt.domain_of(X, y, A, rows)
         self.adapt_lines_ = []
         if A is not None:
@@ -536,6 +546,7 @@ class AutoBackend:
             value = self.chosen_[key]
             lines.append("heldout_%s %s" % (key, "%.6g" % value if np.isfinite(value)
                                              else "none"))
+        lines += getattr(self, "sample_lines_", [])
         lines += getattr(self, "reason_lines_", [])
         if getattr(self, "final_dev_", None) is not None:
             lines += ["final_dev_%s %.6g" % (k, self.final_dev_[k])

@@ -13,6 +13,7 @@ it), ``lines`` (what was screened and promoted and why, for system.txt: crossfit
 import numpy as np
 
 from pauc_backend.models import selection
+from pauc_backend.models.lda import LDA
 from pauc_backend.models.auto.devscores import DevScores
 from pauc_backend.models.auto.evidence import dev_trials, training_folds
 from pauc_backend.models.auto.folds import (choose_dplda_lambda, dim_label, fold_task,
@@ -59,6 +60,17 @@ class CrossFit:
 
     def held_out(self, fold, vectors):
         return self.plan.held_out(fold, vectors)
+
+    def fold_lda(self, fold, dim):
+        """The LDA of fold ``fold``'s training rows at ``dim`` (> 0): every dimension of a
+        fold from one estimation (LDA.fit_path: its statistics and eigendecompositions do not
+        depend on the dimension; the same bits as a fit at ``dim``), made on first use in
+        this process (a forked worker makes its own) and kept: two D x D matrices a fold."""
+        paths = self.__dict__.setdefault("_lda_paths", {})
+        if fold not in paths:
+            rows = self.train_rows(fold)
+            paths[fold] = LDA.fit_path(self.X, self.y[rows], rows=rows)
+        return paths[fold].lda(dim)
 
     # -- stages ------------------------------------------------------------------------------
     def stage_work(self, stage):
@@ -346,6 +358,14 @@ class CrossFit:
         lambdas = None if self.dplda_lambda is None else (self.dplda_lambda,)
         return (promoted_stage(self.settings, self, names, dims, lambdas, free),
                 "screening " + line)
+
+    def release_data(self):
+        """Drop what only the cross-fitting reads (the subset's vectors, the held-out trials,
+        the folds' LDA estimations) once the choice is made: the final model trains on the
+        whole table (models.auto.table), so its peak need not carry them."""
+        for holder in (self, self.plan):
+            holder.X = holder.trials = holder.groups = None
+        self.__dict__.pop("_lda_paths", None)
 
     def recompute(self, dim, members):
         """The held-out scores of ``members`` at ``dim`` when the store released them (a

@@ -86,7 +86,8 @@ def calibrate(plan, data):
     s, reporter = plan.settings, plan.reporter
     reporter.note(where="final fusion/calibration")
     sets = qmf.measure_sets(s.quality_measures, data["durations"] is not None)
-    median = qmf.norm_median(plan.X) if any("norm" in m for m in sets) else None
+    # the median norm of every training vector (the table, held or spooled: read in blocks)
+    median = qmf.norm_median(plan.table.X) if any("norm" in m for m in sets) else None
 
     def quality(names):
         return qmf.quality_values(names, data["durations"], data["norms"], median)

@@ -231,6 +231,14 @@ PARAMS = (
     Param("max_vectors", 100000, "Cross-fit on at most this many of their vectors (the same "
           "seeded cap on each speaker's count when there are more; 0: all)", "int",
           "max-vectors", bounds=(">=0",), zero="all"),
+    Param("max_metric_vectors", 200000, "The final model's pAUCMetrics train on at most "
+          "this many of the training vectors (the same seeded cap on each speaker's count "
+          "beyond; 0: all). Their mini-batches draw --num-iters x --batch-size speakers, two "
+          "vectors each, whatever the table's size: this bounds their memory (this many x the "
+          "LDA dimension x 4 bytes, for the projected vectors and each metric's features), "
+          "not what they can see (what a sample costs in accuracy: "
+          "benchmarks/auto_metric_sample.py)", "int",
+          "max-metric-vectors", bounds=(">=0",), zero="all"),
     Param("max_adapt_vectors", 20000, "With an adaptation set (--adapt): use at most this "
           "many of its vectors (a seeded subset beyond; 0: all). They give the centring mean "
           "and the adapted PLDA's covariance (d x d, d <= the LDA dimension), whose standard "

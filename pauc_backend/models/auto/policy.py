@@ -1,14 +1,17 @@
 """What pAUCMetric (auto) tries, on which data, at what budget: the cost model of its choice.
 
 The work of choosing is bounded whatever the corpus size; only the final training (mean, LDA
-and PLDA statistics, linear in the number of vectors; the metrics' fixed number of iterations;
-the AS-norm cohort, one mean per speaker) grows with it.
+and PLDA statistics, linear in the number of vectors; the metrics' fixed number of iterations,
+on at most ``max_metric_vectors`` vectors; the AS-norm cohort, one vector per speaker) grows
+with it. What is held, as a function of these caps: train-pauc-auto --help, "Memory", and
+docs/auto-backend.md.
 
 * Cross-fitting data: at most ``max_speakers`` training speakers (a seeded subset when there
   are more) and at most ``max_vectors`` of their vectors (the same seeded cap on every
   speaker's count when there are more), dealt into ``num_folds`` speaker-disjoint folds. A
   vector outside the subset takes no part in the cross-fitting (``fold_of_vector`` -1); the
-  final model trains on every vector.
+  final model trains on every vector. The subset is the only data the cross-fitting reads
+  (models.auto.table: train-pauc-auto gathers it into its own array as it reads the table).
 * Held-out trials: at most ``max_trials`` per fold (models.crossfit: every target kept up to
   half of it, non-targets sampled in per-speaker quotas; the standard error this adds is
   stated there).
@@ -153,12 +156,15 @@ def crossfit_rows(y, max_speakers, max_vectors, seed):
     return rows, text
 
 
-def make_plan(settings, reporter, X, y, groups, members):
+def make_plan(settings, reporter, X, y, groups, members, subset=None, num_speakers=None):
     """The data, folds, held-out trials and LDA dimensions of one cross-fitting with
     ``settings`` (models.auto.settings; ``reporter`` logs and notes progress), and its first
-    stage."""
+    stage. ``subset``: (rows of X, sentence) of the cross-fitting subset when it was drawn
+    already (models.auto.table), else crossfit_rows draws it; ``num_speakers``: the whole
+    table's (default: y's)."""
     s = settings
-    rows, subset = crossfit_rows(y, s.max_speakers, s.max_vectors, s.random_state)
+    rows, subset = (crossfit_rows(y, s.max_speakers, s.max_vectors, s.random_state)
+                    if subset is None else subset)
     speakers, fold_of = speaker_folds(y[rows], s.num_folds, s.random_state)
     fold_of_vector = np.full(len(y), -1, dtype=np.intp)
     fold_of_vector[rows] = fold_of[np.searchsorted(speakers, y[rows])]
@@ -186,7 +192,8 @@ def make_plan(settings, reporter, X, y, groups, members):
         trials.append(t)
     needed = tuple(dict.fromkeys(m for mem in members.values() for m in mem))
     plan = CrossFitPlan(X, y, groups, members, needed, fold_of_vector, trials, dims,
-                        int(np.unique(y).size), subset)
+                        int(np.unique(y).size if num_speakers is None else num_speakers),
+                        subset)
     plan.stages[1] = first_stage(settings, plan)
     return plan
 

@@ -53,8 +53,11 @@ def run(est, plan, found):
     choice): rate, choose, and when another candidate wins, replace ``pipeline_``,
     ``members_``, ``lda_dim_``, ``fusion_`` (and what describe() reports)."""
     s, reporter = plan.settings, plan.reporter
-    X, y, A = plan.X, plan.y, plan.adapt
-    xrows = np.flatnonzero(plan.fold_of_vector >= 0)
+    # the rating folds read the cross-fitting subset (models.auto.table: the table's rows,
+    # or the subset's own array when the table is spooled; the cross-fitting released its
+    # copy, the table still names it), the final retraining the whole table
+    X, y, _, xrows, _ = plan.table.crossfit(s.max_speakers, s.max_vectors, s.random_state)
+    A = plan.adapt
     adapt_mean = np.asarray(est.pipeline_.mean_, dtype=np.float32)
     cname = pseudo.choice_key("+".join(est.members_), est.lda_dim_)
     weights = np.asarray(est.fusion_.weights_, dtype=np.float64)
@@ -99,7 +102,7 @@ def run(est, plan, found):
     _replace(est, plan, found, winner, data[winner], adapt_mean)
     reporter.log("In-domain stage: the final model is %s (trained on all %d training "
                  "vectors%s), calibrated on its held-out pseudo-speaker trials" % (
-                     winner, X.shape[0], " and every pseudo-speaker"
+                     winner, plan.table.shape[0], " and every pseudo-speaker"
                      if winner.startswith("pseudo") else ""))
     return est
 
@@ -110,7 +113,9 @@ def pseudo_baselines():
 
 def _replace(est, plan, found, winner, data, adapt_mean):
     s = plan.settings
-    X, y, A = plan.X, plan.y, plan.adapt
+    # every training vector: the table read a block at a time (models.auto.pseudo's _mean
+    # and _stats; held or spooled, the same bits), never an n x D copy
+    X, y, A = plan.table.X, plan.table.y, plan.adapt
     if winner.startswith("pseudo"):
         base = winner.partition(":")[0]
         parts = pseudo.fit_systems(X, y, np.arange(X.shape[0]), A, found.arows,

@@ -68,7 +68,8 @@ class Settings:
                                metric_params=self.metric_keywords(), alpha=self.alpha,
                                beta=self.beta, asnorm_top_n=self.asnorm_top_n,
                                enroll_utts=int(self.enroll_utts),
-                               dplda_lambdas=self.dplda_lambdas, random_state=seed)
+                               dplda_lambdas=self.dplda_lambdas, random_state=seed,
+                               max_metric_vectors=self.max_metric_vectors)
 
     def fusion(self, limit):
         """``fusion(scores, labels)``: the LinearFusion of held-out scores
