@@ -138,7 +138,7 @@ def training_lda(X, y, rows, lda_dim):
     mean = _mean(X, rows)
     if not lda_dim:
         return mean, np.eye(X.shape[1], dtype=np.float32)
-    lda = LDA(dim=int(lda_dim)).fit(X, y, rows=rows)
+    lda = LDA(dim=int(lda_dim)).fit(X, y[rows], rows=rows)     # y labels every row of X
     return lda.mean_, lda.affine_matrix_[:, :-1].astype(np.float32)
 
 
