@@ -71,7 +71,11 @@ a time (the fold's vectors' LDA vectors, made once, 4 bytes a dimension; the fea
 space, 8 bytes a dimension; and 8 bytes a trial a system); then, with the cross-fitting's data released, the final model: its statistics, the
 pAUCMetrics' sample (at most --max-metric-vectors x d x 4 bytes, twice while a metric
 trains but the last), the discriminative PLDA's trial grid and the AS-norm cohort (S x D x 4
-bytes). Beyond the speaker table nothing grows with n (docs/auto-backend.md).
+bytes). With in-domain evidence also: --utt2dur's durations (8 bytes a vector); the
+development vectors and at most --max-dev-trials trials, scored in each fold task as its
+held-out trials are; the adaptation set and its pseudo-speakers (at most 5,000 clustered,
+~8 N^2 bytes), a pseudo-trained winner retrained on the table a block at a time. Beyond the
+speaker table nothing grows with n (docs/auto-backend.md).
 
 What cross-fitting cannot see: its held-out speakers are training speakers, so a shift
 between the training domain and the vectors you will score is invisible to it. Give
