@@ -200,6 +200,9 @@ def main(argv=None):
         if is_auto:           # why, from its system.txt
             card = dict(line.split(" ", 1) for line in fitted.describe().splitlines())
             notes.append("- %s: %s" % (name, card["reason"]))
+            if card.get("in_domain_choice", "").startswith("pseudo"):
+                chosen = "%s (%s), LDA %s" % (card["in_domain_choice"], card["system_title"],
+                                              card["lda_dim"])
             if "in_domain_reason" in card:       # the pseudo-speaker stage (issue 34 item 1)
                 notes.append("  - pseudo-speakers: %s pseudo-speakers (%s of >= 4 vectors), "
                              "in-domain stage chose %s: %s" % (

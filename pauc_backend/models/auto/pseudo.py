@@ -59,6 +59,7 @@ import numpy as np
 
 from pauc_backend.models import pseudo_speakers as ps
 from pauc_backend.models.backend_pipeline import ADAPT_SCALES, BackendPipeline
+from pauc_backend.models.backend_pipeline import _float32_mean as _mean
 from pauc_backend.models.class_stats import ClassStats
 from pauc_backend.models.crossfit import trial_figures
 from pauc_backend.models.lda import LDA
@@ -89,13 +90,6 @@ _BLOCK = 8192
 def title(name):
     base, _, norm = name.partition(":")
     return PSEUDO_SYSTEMS[base] + (" + AS-norm (in-domain cohort)" if norm else "")
-
-
-def _mean(T, rows):
-    total = np.zeros(T.shape[1])
-    for start in range(0, rows.size, _BLOCK):
-        total += np.asarray(T[rows[start:start + _BLOCK]], dtype=np.float64).sum(axis=0)
-    return (total / max(1, rows.size)).astype(np.float32)
 
 
 def _project(T, rows, mean, W):

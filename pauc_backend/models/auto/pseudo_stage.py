@@ -35,8 +35,9 @@ def prepare_clustering(settings, reporter, X, y, A):
                  "linkage on their cosine centred on their mean, cut at %.4f (the training "
                  "speakers' EER threshold moved into the set's scores): %d clusters; one "
                  "iteration on the LLRs of a PLDA of the training + these pseudo-speakers; "
-                 "pseudo-trained systems' LDA %s): %d pseudo-speakers of >= 2 vectors (sizes min %g, median %g, max "
-                 "%g; %.1f %% of the vectors), %d of >= %d; separation d' %.3f. %s" % (
+                 "pseudo-trained systems' LDA %s): %d pseudo-speakers of >= 2 vectors "
+                 "(sizes min %g, median %g, max %g; %.1f %% of the vectors), %d of >= %d; "
+                 "separation d' %.3f. %s" % (
                      arows.size, found.subset.size, found.threshold, found.first_count,
                      dim_label(lda_dim), m.n_clusters_, q[0], q[1], q[2],
                      100 * m.clustered_fraction_, found.usable, pseudo.MIN_RATING_SIZE,
