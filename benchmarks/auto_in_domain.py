@@ -199,7 +199,16 @@ def main(argv=None):
             seconds = time.time() - t0
             chosen = "%s, LDA %s" % ("+".join(model.members_), model.lda_dim_ or "none")
             kept = "+".join(model.quality_) or "none"
-            for measures, f in quality_rows(model, seen, ev):
+            if model.calibration_data_.startswith("the held-out trials of the pseudo"):
+                # the in-domain stage (issue 34 item 1) replaced the training folds' choice:
+                # the captured calibration data are the replaced model's; the model as fitted
+                f = ev.figures(model.score(ev.E, ev.T, ev.er, ev.tr, ev.counts))
+                lines.append(row("%s (in-domain stage: %s)" % (name, model.pseudo_lines_[-1]
+                                                               .split()[-1]), f,
+                                 "%s; calibrated on pseudo-speaker trials; fit %.0f s"
+                                 % (chosen, seconds)))
+                seen = None
+            for measures, f in (quality_rows(model, seen, ev) if seen else []):
                 lines.append(row("%s, QMF %s" % (name, measures), f, "%s; %s%s" % (
                     chosen, "auto kept it" if measures == kept else "",
                     "; fit %.0f s" % seconds if measures == "none" else "")))
