@@ -161,7 +161,7 @@ class BackendPipeline:
             self.mean_ = lda.mean_
             self.lda_ = _centred_lda(lda)
         else:
-            self.mean_ = _float32_mean(X, rows)
+            self.mean_ = float32_mean(X, rows)
             self.lda_ = identity_lda(X.shape[1])
         self.train_mean_ = self.mean_
         self.plda_ = self.plda_adapt_ = None
@@ -173,7 +173,7 @@ class BackendPipeline:
             adapt = np.asarray(adapt)
             adapt_rows = (np.arange(adapt.shape[0]) if adapt_rows is None
                           else np.asarray(adapt_rows, dtype=np.intp))
-            adapt_mean = _float32_mean(adapt, adapt_rows)
+            adapt_mean = float32_mean(adapt, adapt_rows)
             if any(s.needs_adapt for s in chosen):
                 self.plda_adapt_ = self.adapted_plda(adapt, adapt_rows, adapt_mean)
         elif any(s.needs_adapt for s in chosen):
@@ -493,7 +493,7 @@ def _centred_lda(lda):
     return out
 
 
-def _float32_mean(X, rows):
+def float32_mean(X, rows):
     """The float32 mean of X[rows], summed in double a block at a time."""
     total = np.zeros(X.shape[1])
     for start in range(0, rows.size, _BLOCK):

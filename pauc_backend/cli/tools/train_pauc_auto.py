@@ -68,8 +68,8 @@ needs (at most 13 columns x K x --max-trials x 4 bytes); in each of J processes 
 training (D x D and S x D doubles of statistics; the metrics' projected vectors, (K-1)/K of
 the subset x d x 4 bytes, twice while a metric trains) and its held-out scoring, one space at
 a time (the fold's vectors' LDA vectors, made once, 4 bytes a dimension; the features of one
-space, 8 bytes a dimension; and 8 bytes a trial a system); then, with the cross-fitting's data released, the final model: its statistics, the
-pAUCMetrics' sample (at most --max-metric-vectors x d x 4 bytes, twice while a metric
+space, 8 bytes a dimension; and 8 bytes a trial a system); then, with the cross-fitting's
+data released, the final model: its statistics, the pAUCMetrics' sample (at most --max-metric-vectors x d x 4 bytes, twice while a metric
 trains but the last), the discriminative PLDA's trial grid and the AS-norm cohort (S x D x 4
 bytes). With in-domain evidence also: --utt2dur's durations (8 bytes a vector); the
 development vectors and at most --max-dev-trials trials, scored in each fold task as its

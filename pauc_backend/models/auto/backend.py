@@ -342,6 +342,8 @@ class AutoBackend:
         if plan.dev_scores is not None:
             plan.dev_scores.clear()
         plan.release_data()
+        if not plan.table.in_memory:    # a spooled table's subset: re-read from the spool by
+            plan.table.subset_X = None  # the in-domain stage if it runs, not held meanwhile
         self.pipeline_ = self._make_pipeline(dim, self.members_, settings.random_state)
         if self.dplda_lambda_ is not None:          # only the cross-fitted lambda
             self.pipeline_.dplda_lambdas = (self.dplda_lambda_,)

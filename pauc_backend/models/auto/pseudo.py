@@ -59,7 +59,7 @@ import numpy as np
 
 from pauc_backend.models import pseudo_speakers as ps
 from pauc_backend.models.backend_pipeline import ADAPT_SCALES, BackendPipeline
-from pauc_backend.models.backend_pipeline import _float32_mean as _mean
+from pauc_backend.models.backend_pipeline import float32_mean as _mean
 from pauc_backend.models.class_stats import ClassStats
 from pauc_backend.models.crossfit import trial_figures
 from pauc_backend.models.lda import LDA
