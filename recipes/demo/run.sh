@@ -41,6 +41,7 @@ bootstrap=1000  # paired resamples of stage 7
 auto=true       # pAUCMetric (auto), trained with the adapt/ set as --adapt
 auto_opts=      # more options for train-pauc-auto
 auto_dev=true   # the development set's trials as train-pauc-auto --dev-trials (when it has one)
+metric_opts=    # more options for train-pauc-metric (stage 3)
 help_message="Usage: $0 [options]
   --stage N        start at stage N (0..6; default 0)
   --stop-stage N   stop after stage N
@@ -54,6 +55,7 @@ help_message="Usage: $0 [options]
   --bootstrap N    paired resamples of stage 7 (default $bootstrap)
   --auto B         pAUCMetric (auto) row, train-pauc-auto --adapt (true|false, default $auto)
   --auto-opts S    more options for train-pauc-auto (e.g. \"--num-folds=3\")
+  --metric-opts S  more options for train-pauc-metric (e.g. \"--num-iters=100\")
   --auto-dev B     the development speakers' trials (and durations) as train-pauc-auto
                    --dev-trials (true|false, default $auto_dev; needs --durations true)
 Each stage is printed with its elapsed time; logs go to <dir>/exp/log/."
@@ -177,7 +179,7 @@ if [ $stage -le 3 ] && [ $stop_stage -ge 3 ]; then
   for system in $metric_systems; do
     IFS=: read -r name pre loss <<< "$system"
     background $train_cmd $exp/log/train_metric_$name.log \
-      train-pauc-metric --loss=$loss ark:$data/train/spk2utt \
+      train-pauc-metric --loss=$loss $metric_opts ark:$data/train/spk2utt \
       scp:$(feats_of $pre)/train.scp $exp/metrics/$name
   done
   if $auto; then
