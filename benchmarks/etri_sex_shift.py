@@ -232,7 +232,8 @@ def write(path, rows, load_before, load_after, total, quick, lda_dim, notes=()):
     lines = ["# ETRI speaker-sex shift: male training speakers, female evaluation speakers",
              "", "Written by `benchmarks/etri_sex_shift.py`%s (its docstring says what is "
              "trained on what). Run %s, commit %s, %.0f s in all; load before: `%s`; after: "
-             "`%s`. Figures taken on a shared machine: the lead reruns them alone." % (
+             "`%s`. Figures are evidence only from a run alone on the machine (load below "
+             "the cores before and after)." % (
                  " --quick (NOT the figures to report)" if quick else "",
                  datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), commit(), total,
                  load_before, load_after), "",
