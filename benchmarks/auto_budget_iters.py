@@ -8,7 +8,7 @@ returns: same seed, same batches).
         [--max-speakers=N] [--checkpoints=100,200,300,500,1000]
 
 Prints, per checkpoint, the mean held-out pAUC over the folds and the paired difference to
-the 1,000-iteration value with its fold SE (models.selection's paired SE).
+the 1,000-iteration value with its fold SE (models.auto.selection's paired SE).
 """
 
 import argparse

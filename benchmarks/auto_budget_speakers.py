@@ -51,7 +51,7 @@ def main():
         rows = plan.rows_at()
         c1 = os.times()
         chosen = plan.complexity(rows)
-        from pauc_backend.models import selection
+        from pauc_backend.models.auto import selection
         kept, verdict = selection.choose([plan.evidence(rows)], chosen, "1se")
         print("\n%d speakers (%s): %.0f s wall, %.0f s CPU; kept %s at LDA %d, best %s at "
               "LDA %d" % (size, plan.subset, time.time() - t0, sum(c1[i] - c0[i]

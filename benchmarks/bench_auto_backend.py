@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from pauc_backend.kaldi_io import read_vector_table  # noqa: E402
 from pauc_backend.models.auto import AutoBackend  # noqa: E402
 from pauc_backend.models.auto.params import DEFAULT_LDA_DIMS  # noqa: E402
-from pauc_backend.models.auto.systems import parse_candidate  # noqa: E402
+from pauc_backend.models.systems import parse_candidate  # noqa: E402
 from pauc_backend.models.backend_pipeline import BackendPipeline  # noqa: E402
 from pauc_backend.models.crossfit import trial_figures  # noqa: E402
 

@@ -2,7 +2,7 @@
 
 The pipeline is recipes/etri's (egs/sre16/v2 without adaptation): the training mean
 (compute-vector-mean), LDA of the centred vectors (ivector-compute-lda; ``lda_dim=0``: no LDA,
-the identity), then the systems of ``models.auto.systems`` (their spaces and heads: raw cosine,
+the identity), then the systems of ``models.systems`` (their spaces and heads: raw cosine,
 centred cosine, Kaldi's PLDA with num_utts, the discriminative PLDA, pAUCMetric on the
 length-normalised LDA vectors and on the PLDA latent vectors). Enrollment vectors may be
 speaker means of raw vectors (``num_utts`` > 1), as ETRI's. Every score is -S (eq. 1) or an
@@ -33,7 +33,7 @@ while that metric trains (in its own worker with ``n_jobs`` > 1).
 
 import numpy as np
 
-from pauc_backend.models.auto.systems import (NORMS, SYSTEMS, base_system, canonical,  # noqa
+from pauc_backend.models.systems import (NORMS, SYSTEMS, base_system, canonical,  # noqa
                                               system)
 from pauc_backend.models.discriminative_plda import (DPLDA_LAMBDAS, DiscriminativePLDA,
                                                      plda_quadratic_form, sample_training_trials)
@@ -66,10 +66,10 @@ class BackendPipeline:
     """Mean + LDA(lda_dim) + PLDA + the pAUCMetrics needed by ``systems``.
 
     ``metric_params``: keyword arguments of PaucMetric (alpha/beta/seed are set from here too).
-    ``systems``: keys of models.auto.systems, optionally with ``:as`` (AS-norm, module doc).
+    ``systems``: keys of models.systems, optionally with ``:as`` (AS-norm, module doc).
     ``max_metric_vectors``: the pAUCMetrics train on at most this many of the training
     vectors (0: all): beyond it, on the same seeded cap on each speaker's count
-    (models.auto.policy.crossfit_rows); ``metric_rows_`` says how many after ``fit``.
+    (models.crossfit.crossfit_rows); ``metric_rows_`` says how many after ``fit``.
     """
 
     def __init__(self, lda_dim=100, systems=tuple(s.key for s in SYSTEMS if not s.needs_adapt),
@@ -220,13 +220,13 @@ class BackendPipeline:
     def _metric_rows(self, rows, y):
         """(rows, labels) the pAUCMetrics train on: all of them, or beyond
         ``max_metric_vectors`` the same seeded cap on each speaker's count (the cross-fitting
-        subset's rule, models.auto.policy.crossfit_rows). Their mini-batches draw
+        subset's rule, models.crossfit.crossfit_rows). Their mini-batches draw
         num_iters x batch_size speakers, two vectors each, whatever the table's size."""
         limit = int(self.max_metric_vectors or 0)
         self.metric_rows_ = (rows.size, rows.size)
         if not limit or rows.size <= limit:
             return rows, y
-        from pauc_backend.models.auto.policy import crossfit_rows
+        from pauc_backend.models.crossfit import crossfit_rows
         keep, _ = crossfit_rows(y, 0, limit, int(self.random_state) + 41)
         self.metric_rows_ = (keep.size, rows.size)
         return rows[keep], y[keep]

@@ -53,7 +53,7 @@ from pauc_backend.kaldi_io import write_int32_table, write_vector, write_vector_
 from pauc_backend.kaldi_io.objects import read_plda_obj
 from pauc_backend.kaldi_io.regular_files import decode_text, parse_object, read_regular
 from pauc_backend.models.auto import AutoBackend
-from pauc_backend.models.auto.systems import base_system, canonical, system
+from pauc_backend.models.systems import base_system, canonical, system
 from pauc_backend.models.backend_pipeline import BackendPipeline
 from pauc_backend.models.discriminative_plda import DiscriminativePLDA
 from pauc_backend.models.domain import TrainingDomain

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from pauc_backend.datasets import make_speaker_corpus
-from pauc_backend.models.auto import AutoBackend, parse_candidate
+from pauc_backend.models.auto import AutoBackend
+from pauc_backend.models.systems import parse_candidate
 from pauc_backend.models.backend_pipeline import BackendPipeline
 from pauc_backend.models.crossfit import HeldOutTrials, speaker_folds
 

@@ -10,7 +10,7 @@ import pytest
 
 from pauc_backend.datasets import make_speaker_corpus
 from pauc_backend.models.auto import AutoBackend
-from pauc_backend.models.auto.policy import crossfit_rows
+from pauc_backend.models.crossfit import crossfit_rows
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,7 @@ on constructed evidence, the guard, the clustering report and the rating folds."
 import numpy as np
 
 from pauc_backend.datasets import make_speaker_corpus
-from pauc_backend.models import selection
+from pauc_backend.models.auto import selection
 from pauc_backend.models.auto import AutoBackend
 from pauc_backend.models.auto import pseudo
 from pauc_backend.models.auto.evidence import IN_DOMAIN_PSEUDO, pseudo_speaker_folds

@@ -7,7 +7,7 @@ cross-fitting as the whole table."""
 import numpy as np
 
 from pauc_backend.models.auto import AutoBackend
-from pauc_backend.models.auto.policy import crossfit_rows
+from pauc_backend.models.crossfit import crossfit_rows
 from pauc_backend.models.auto.table import TrainingTable
 from pauc_backend.models.backend_pipeline import BackendPipeline
 from pauc_backend.models.blocked import row_dots

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from pauc_backend.datasets import make_speaker_corpus
-from pauc_backend.models.auto import AutoBackend, parse_candidate
+from pauc_backend.models.auto import AutoBackend
+from pauc_backend.models.systems import parse_candidate
 from pauc_backend.models.auto import params as auto_params
 from pauc_backend.models.auto.crossfit import CrossFit
 from pauc_backend.models.auto.evidence import TRAINING_FOLDS

@@ -1,11 +1,11 @@
-"""The one-standard-error rule of models.selection, against its definition written out."""
+"""The one-standard-error rule of models.auto.selection, against its definition written out."""
 
 import itertools
 
 import numpy as np
 import pytest
 
-from pauc_backend.models import selection
+from pauc_backend.models.auto import selection
 from pauc_backend.models.auto.evidence import (DEV_TRIALS, IN_DOMAIN_PSEUDO, TRAINING_FOLDS,
                                                Evidence)
 

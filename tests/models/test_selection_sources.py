@@ -1,4 +1,4 @@
-"""The choice across sources of evidence (models.selection, issue 34): development trials rate,
+"""The choice across sources of evidence (models.auto.selection, issue 34): development trials rate,
 the training folds rank when there are none and pseudo-speakers veto, the do-no-harm baselines
 (raw cosine, centred cosine at LDA none). Checked on planted evidence and against the rule
 written out independently (loops over the definitions of the module doc)."""
@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from pauc_backend.models import selection
+from pauc_backend.models.auto import selection
 from pauc_backend.models.auto.evidence import (DEV_TRIALS, IN_DOMAIN_PSEUDO, TRAINING_FOLDS,
                                                Evidence, dev_trials, pseudo_speaker_folds,
                                                training_folds)

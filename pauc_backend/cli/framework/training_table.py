@@ -3,7 +3,7 @@ when it is small (issue 35).
 
 The speaker table (spk2utt, or utt2spk: speaker_tables.as_spk2utt) is read first, and its
 listings numbered in its order (labelled_stream.ListedSlots: a slot each). The cross-fitting
-subset (models.auto.policy.crossfit_rows: at most --max-speakers speakers, at most
+subset (models.crossfit.crossfit_rows: at most --max-speakers speakers, at most
 --max-vectors of their vectors) is drawn from those slots BEFORE any vector is read, so the
 vectors are read once, in any order, and each goes straight to
 
@@ -31,7 +31,7 @@ from pauc_backend.cli.framework.labelled_stream import ListedSlots
 from pauc_backend.cli.framework.speaker_tables import read_spk2utt
 from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import read_token_table
-from pauc_backend.models.auto.policy import crossfit_rows
+from pauc_backend.models.crossfit import crossfit_rows
 from pauc_backend.models.auto.table import TrainingTable
 from pauc_backend.models.blocked import first_nonfinite
 from pauc_backend.models.row_table import SpooledRows

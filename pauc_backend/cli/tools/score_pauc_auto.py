@@ -9,7 +9,7 @@ from pauc_backend.cli.framework.vector_input import check_dimension, check_finit
 from pauc_backend.cli.framework.domain_check import describe_shift, warn_if_out_of_domain
 from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import read_float_table, read_int32_table, read_vector_table
-from pauc_backend.models.auto.systems import candidate_title
+from pauc_backend.models.systems import candidate_title
 
 USAGE = """
 Scores trials with the back-end that train-pauc-auto chose and trained (its model directory):

@@ -15,7 +15,7 @@ from pauc_backend.cli.options import pauc as pauc_options
 from pauc_backend.models.auto import params as auto_params
 from pauc_backend.models.auto import AutoBackend, dim_label
 from pauc_backend.models.auto.adapt import check_candidates
-from pauc_backend.models.auto.systems import help_text as systems_help
+from pauc_backend.models.systems import help_text as systems_help
 from pauc_backend.models.domain import TrainingDomain, is_out_of_domain
 from pauc_backend.cli.framework.domain_check import describe_shift
 from pauc_backend.cli.framework import dev_trials as dev_options
@@ -108,7 +108,7 @@ optionally --dev-enroll, --dev-utt2spk, --dev-utt2dur). Every fold's models also
 (at most --max-dev-trials, a seeded sample beyond); a candidate's development figure is that
 of its folds' scores averaged, its standard errors come from --dev-resamples paired two-way
 cluster-bootstrap resamples of the development speakers, and a fusion is rated with weights
-cross-fitted over groups of the enrolled speakers. The rule (models/selection.py): the
+cross-fitted over groups of the enrolled speakers. The rule (models/auto/selection.py): the
 development trials RATE (the training folds are only reported, in the log and system.txt side
 by side); raw cosine (cosine_raw) and the cosine of vectors centred on the in-domain mean at
 LDA none (cosine_centred, with --adapt centred on the adaptation set's mean) are then ALWAYS

@@ -37,7 +37,7 @@ centred), so that score-pauc-auto can warn when the vectors it scores are out of
 
 import numpy as np
 
-from pauc_backend.models.auto.systems import adapted_candidate, needs_adapt, parse_candidate
+from pauc_backend.models.systems import adapted_candidate, needs_adapt, parse_candidate
 from pauc_backend.models.domain import TrainingDomain
 
 __all__ = ["adapted_candidates", "check_candidates", "adapt_rows", "domain_of",

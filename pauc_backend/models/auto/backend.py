@@ -8,7 +8,7 @@ speakers, built like the evaluation's (models.crossfit). Every candidate is then
 mean held-out pAUC[alpha, beta] over the folds (the paper's criterion, eq. 5; EER and
 minDCF(0.01) are reported beside it):
 
-* each single system of models.auto.systems at each candidate LDA dimension (capped by the
+* each single system of models.systems at each candidate LDA dimension (capped by the
   smallest fold's training speakers - 1 and the vector dimension; 0 = no LDA). Systems of
   the raw space (raw cosine) depend on no dimension and are rated once, as "no LDA";
 * linear fusions of two or more of them (BOSARIS LinearFusion, models.calibration), whose
@@ -24,7 +24,7 @@ long as the rating needs them (models.auto.store); the folds run in forked proce
 
 The kept candidate is not simply the best mean: ``selection="1se"`` (default) keeps the
 simplest candidate within one standard error (paired over folds) of the best
-(models.selection), so with few or out-of-domain training speakers the choice falls back to
+(models.auto.selection), so with few or out-of-domain training speakers the choice falls back to
 what generalises, typically raw cosine; the log and ``describe()`` say why. The kept
 candidate is retrained on all training speakers; its fusion (or, for one system, affine
 calibration) weights are learned on the pooled held-out scores of all folds. ``score``
@@ -36,7 +36,7 @@ import dataclasses
 
 import numpy as np
 
-from pauc_backend.models import selection
+from pauc_backend.models.auto import selection
 from pauc_backend.models.auto import adapt as auto_adapt, params as auto_params
 from pauc_backend.models.auto.crossfit import CrossFit
 from pauc_backend.models.auto.folds import dim_label
@@ -45,10 +45,10 @@ from pauc_backend.models.auto.params import DEFAULT_CANDIDATES
 from pauc_backend.models.auto.policy import make_plan
 from pauc_backend.models.auto.settings import Reporter, Settings
 from pauc_backend.models.auto.table import as_table
-from pauc_backend.models.auto.systems import base_system, candidate_title, parse_candidate
+from pauc_backend.models.systems import base_system, candidate_title, parse_candidate
 
 _D = auto_params.default
-BASELINES = ("cosine_raw", "cosine_centred")     # with in-domain evidence (models.selection)
+BASELINES = ("cosine_raw", "cosine_centred")     # with in-domain evidence (models.auto.selection)
 
 
 class AutoBackend:
@@ -175,7 +175,7 @@ class AutoBackend:
         the centring mean, the adapted PLDA and what the cross-fitting can see).
         ``dev``: labelled development trials of that domain (models.auto.dev.DevTrials):
         they rate the candidates, the do-no-harm baselines are always among them
-        (models.selection), and the final fusion/calibration is learned on the final
+        (models.auto.selection), and the final fusion/calibration is learned on the final
         model's scores of them. ``durations``: seconds of each training vector (utt2dur),
         for the quality measures of the final calibration (models.auto.qmf).
 
@@ -242,7 +242,7 @@ class AutoBackend:
                 settings = dataclasses.replace(settings, lda_dims=(0,) + settings.lda_dims)
             self.settings_ = settings
             reporter.log("Raw cosine and the centred cosine at LDA none are candidates (do "
-                         "no harm: models/selection.py)")
+                         "no harm: models/auto/selection.py)")
         X, y, groups, rows, subset = table.crossfit(settings.max_speakers, settings.max_vectors,
                                                     settings.random_state)
         plan = make_plan(settings, reporter, X, y, groups, members, (rows, subset),
@@ -276,7 +276,7 @@ class AutoBackend:
         if dev is not None:
             reporter.log("Development trials rate the candidates: %s; raw cosine and the "
                          "centred cosine at LDA none are always candidates (do no harm: "
-                         "models/selection.py)%s" % (
+                         "models/auto/selection.py)%s" % (
                              dev.describe(), "" if 0 in self.lda_dims else
                              "; LDA none added to the dimensions for the centred cosine"))
         return plan
@@ -308,7 +308,7 @@ class AutoBackend:
 
     # -- the choice and the final model -------------------------------------------------------
     def finish(self, plan):
-        """Choose among the candidates rated at the full budget (models.selection, on every
+        """Choose among the candidates rated at the full budget (models.auto.selection, on every
         source of evidence), release the stores, retrain the chosen one on all speakers,
         learn its fusion/calibration (with quality measures, models.auto.qmf) on the pooled
         held-out scores or, with development trials, on the final model's scores of them;
@@ -523,7 +523,7 @@ class AutoBackend:
 
     def describe(self):
         """A short text description of the chosen system, its cross-fitted figures, why it
-        was kept (models.selection), its calibration's quality measures (models.auto.qmf)
+        was kept (models.auto.selection), its calibration's quality measures (models.auto.qmf)
         and what the cross-fitting screened and promoted."""
         lines = ["system %s" % "+".join(self.members_),
                  "system_title %s" % (getattr(self, "pseudo_title_", None)

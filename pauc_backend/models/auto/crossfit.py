@@ -12,7 +12,7 @@ it), ``lines`` (what was screened and promoted and why, for system.txt: crossfit
 
 import numpy as np
 
-from pauc_backend.models import selection
+from pauc_backend.models.auto import selection
 from pauc_backend.models.lda import LDA
 from pauc_backend.models.auto.devscores import DevScores
 from pauc_backend.models.auto.evidence import dev_trials, training_folds
@@ -21,7 +21,7 @@ from pauc_backend.models.auto.folds import (choose_dplda_lambda, dim_label, fold
 from pauc_backend.models.auto.policy import (SCREEN_CANDIDATES, SCREEN_DIMS, Stage,
                                              promoted_stage, second_stage)
 from pauc_backend.models.auto.store import HeldOutStore
-from pauc_backend.models.auto.systems import base_system, dim_free, parse_candidate
+from pauc_backend.models.systems import base_system, dim_free, parse_candidate
 
 __all__ = ["CrossFit"]
 
@@ -270,7 +270,7 @@ class CrossFit:
     def _screened_dim(self):
         """The LDA dimension where the other systems are cross-fitted: that of the cheap
         system kept by the selection rule among the cheap systems' ratings (with "1se", the
-        simplest dimension within one standard error of the best; models.selection), and
+        simplest dimension within one standard error of the best; models.auto.selection), and
         the line for system.txt that says why."""
         rated = self.screen_rows
         if not rated:
@@ -316,7 +316,7 @@ class CrossFit:
                           % (self.dev_scores.dev.describe(), len(self.dev_scores.draws)))
 
     def complexity(self, rows):
-        """The trained parameters of each row's candidate (models.selection.complexity)."""
+        """The trained parameters of each row's candidate (models.auto.selection.complexity)."""
         return selection.complexity(rows, self.X.shape[1], self.num_speakers)
 
     def _promote(self, screen):

@@ -16,7 +16,7 @@ How the automatic back-end uses them (models.auto.devscores, models.auto.backend
   of the development speakers (metrics.bootstrap; the same resamples for every candidate);
 * a fusion is rated with weights cross-fitted over groups of the enrolled speakers (the
   trials of a group are fused with weights learned on the other groups' trials);
-* the choice is rated on them (models.selection);
+* the choice is rated on them (models.auto.selection);
 * the chosen back-end, retrained on every training speaker, scores them once more, and its
   final fusion / calibration (with quality measures when durations are given,
   models.auto.qmf) is learned on those scores.

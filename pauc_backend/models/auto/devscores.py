@@ -1,5 +1,5 @@
 """The development trials' scores during the cross-fitting of pAUCMetric (auto), and their
-rating (models.auto.dev says how they are used; models.selection how they choose).
+rating (models.auto.dev says how they are used; models.auto.selection how they choose).
 
 Every fold task scores the development trials with the models it trained (models.auto.folds);
 ``add`` sums each system's scores over the folds (one float64 column per system and LDA
@@ -17,7 +17,7 @@ import numpy as np
 from pauc_backend.metrics.bootstrap import ClusterBootstrap, resample_multiplicities
 from pauc_backend.metrics.registry import Setting, columns
 from pauc_backend.models.auto.store import FREE
-from pauc_backend.models.auto.systems import dim_free
+from pauc_backend.models.systems import dim_free
 from pauc_backend.models.calibration import SeparableScoresError
 from pauc_backend.models.crossfit import trial_figures
 

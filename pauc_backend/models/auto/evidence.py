@@ -1,6 +1,6 @@
 """Held-out evidence for the choice of pAUCMetric (auto): sources of one kind.
 
-The choice (models.selection.choose) reads a list of ``Evidence``, one per source. A source is
+The choice (models.auto.selection.choose) reads a list of ``Evidence``, one per source. A source is
 held-out trials and what was trained on what: for every candidate (a system or a fusion at an
 LDA dimension), its figures on held-out trials that the models scoring them never saw the
 speakers of, and a way to tell how much of a difference between two candidates is noise. There
@@ -24,7 +24,7 @@ are three sources, named here:
   aligned to the training folds' full-budget rows in ``AutoBackend._evidence`` (as the
   development trials' are) and appended to the list the choice reads; ``prepare``'s
   ``in_domain`` flag (the do-no-harm baselines and LDA none among the candidates) turns on
-  with it; models.selection already has its rule (it vetoes, the training folds rank).
+  with it; models.auto.selection already has its rule (it vetoes, the training folds rank).
   Scoring its trials by every fold's models can reuse models.auto.devscores (a DevTrials
   of the pseudo-speakers' trials) with per-fold parts instead of bootstrap resamples.
 
@@ -42,7 +42,7 @@ A source provides
 3. ``trials``: one sentence saying what was trained on what and which trials were scored (for
    the log and system.txt);
 4. the same candidates as the other sources, in the same order (``selection.choose`` checks
-   it). models.selection says how the sources combine.
+   it). models.auto.selection says how the sources combine.
 """
 
 import math

@@ -16,7 +16,7 @@ import multiprocessing
 
 import numpy as np
 
-from pauc_backend.models.auto.systems import base_system, dim_free, system
+from pauc_backend.models.systems import base_system, dim_free, system
 from pauc_backend.models.crossfit import trial_figures
 
 __all__ = ["fold_task", "run_fold_tasks", "choose_dplda_lambda", "task_systems"]

@@ -23,7 +23,7 @@ import inspect
 import math
 from dataclasses import dataclass, replace
 
-from pauc_backend.models.auto.systems import parse_candidate
+from pauc_backend.models.systems import parse_candidate
 from pauc_backend.models.discriminative_plda import DPLDA_LAMBDAS
 from pauc_backend.models.metric_learning import PaucMetric
 

@@ -48,10 +48,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pauc_backend.models.auto.systems import dim_free, system, base_system
-from pauc_backend.models.crossfit import HeldOutTrials, speaker_folds
+from pauc_backend.models.systems import dim_free, system, base_system
+from pauc_backend.models.crossfit import HeldOutTrials, crossfit_rows, speaker_folds
 
-__all__ = ["Stage", "CrossFitPlan", "make_plan", "crossfit_rows", "screen_folds"]
+__all__ = ["Stage", "CrossFitPlan", "make_plan", "screen_folds"]
 
 
 @dataclass
@@ -115,45 +115,6 @@ def screen_folds(num_folds, factor):
         return None
     m = max(2, int(math.ceil(int(num_folds) / float(factor))))
     return tuple(range(m)) if int(num_folds) >= 2 * m else None
-
-
-def crossfit_rows(y, max_speakers, max_vectors, seed):
-    """(rows of the cross-fitting subset, sorted; a sentence saying what was kept). All rows
-    when neither cap binds (then no random number is drawn). Otherwise a seeded subset of
-    ``max_speakers`` speakers, then the largest common cap c on each speaker's vectors that
-    keeps at most ``max_vectors`` of them (c >= 2; a seeded choice of c per speaker)."""
-    y = np.asarray(y)
-    speakers, index = np.unique(y, return_inverse=True)
-    index = index.reshape(-1)
-    counts = np.bincount(index, minlength=speakers.size)
-    rng = np.random.default_rng([int(seed), 2027])
-    keep = np.ones(speakers.size, bool)
-    notes = []
-    if max_speakers and speakers.size > max_speakers:
-        keep[:] = False
-        keep[rng.choice(speakers.size, int(max_speakers), replace=False)] = True
-        notes.append("%d of the %d speakers (seeded)" % (int(max_speakers), speakers.size))
-    rows = np.flatnonzero(keep[index])
-    if max_vectors and rows.size > max_vectors:
-        kept = counts[keep]
-        cap = int(max_vectors) // kept.size
-        while cap < kept.max() and np.minimum(kept, cap + 1).sum() <= max_vectors:
-            cap += 1
-        cap = max(cap, 2)
-        order = np.argsort(index[rows], kind="stable")
-        grouped = rows[order]
-        starts = np.concatenate([[0], np.cumsum(np.bincount(index[rows],
-                                                            minlength=speakers.size))])
-        chosen = []
-        for s in np.flatnonzero(keep):
-            mine = grouped[starts[s]:starts[s + 1]]
-            chosen.append(mine if mine.size <= cap
-                          else np.sort(rng.choice(mine, cap, replace=False)))
-        rows = np.sort(np.concatenate(chosen))
-        notes.append("at most %d vectors of each (seeded)" % cap)
-    text = ("every speaker and vector" if not notes else
-            "%s: %d vectors" % (", ".join(notes), rows.size))
-    return rows, text
 
 
 def make_plan(settings, reporter, X, y, groups, members, subset=None, num_speakers=None):

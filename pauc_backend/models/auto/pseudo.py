@@ -33,7 +33,7 @@ ETRI male -> female TRAINING speakers, the demo's corpus with other seeds, a TIM
    training speakers + the pseudo-speakers of the other fold. Rated with them: the do-no-harm
    baselines (raw cosine; cosine centred on the adaptation mean, LDA none) and the training
    folds' choice (its final model: it saw the adaptation vectors only unlabelled). The choice
-   reads this source (models.selection.choose, models.auto.evidence.IN_DOMAIN_PSEUDO): a
+   reads this source (models.auto.selection.choose, models.auto.evidence.IN_DOMAIN_PSEUDO): a
    candidate worse there than a simpler one by more than their paired SE, or (not a baseline)
    not better than each baseline by more than it, is not chosen, whatever the training folds
    say; among the rest, the one-standard-error rule on the pseudo-speaker folds. Its known
@@ -363,7 +363,7 @@ def rate(X, y, xrows, A, arows, clustering, lda_dim, adapt_mean, choice, setting
     """Every in-domain candidate rated on the pseudo-speaker folds (module doc, 4).
     ``choice``: (name, lda_dim, BackendPipeline, fusion weights) of the training folds'
     choice. Returns (rows, complexity, pooled held-out (scores, labels) per candidate)."""
-    from pauc_backend.models.auto.systems import trained_parameters, parse_candidate
+    from pauc_backend.models.systems import trained_parameters, parse_candidate
     seed = settings.random_state
     fold, labels = folds_of(clustering, seed)
     dim = X.shape[1]

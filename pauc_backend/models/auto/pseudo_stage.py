@@ -7,7 +7,7 @@ AutoBackend.finish."""
 
 import numpy as np
 
-from pauc_backend.models import selection
+from pauc_backend.models.auto import selection
 from pauc_backend.models.auto import adapt as auto_adapt, pseudo, qmf
 from pauc_backend.models.auto.evidence import pseudo_speaker_folds
 from pauc_backend.models.auto.folds import dim_label

@@ -25,7 +25,7 @@ discriminative PLDA until one is chosen) x 5 folds x 1.5 M trials = 390 MB at th
 
 import numpy as np
 
-from pauc_backend.models.auto.systems import dim_free
+from pauc_backend.models.systems import dim_free
 from pauc_backend.models.calibration import LinearFusion, SeparableScoresError
 from pauc_backend.models.crossfit import trial_figures
 

@@ -1,5 +1,5 @@
 """The training table of pAUCMetric (auto): every training vector with its speaker, and the
-cross-fitting subset (models.auto.policy.crossfit_rows) as the cross-fitting reads it.
+cross-fitting subset (models.crossfit.crossfit_rows) as the cross-fitting reads it.
 
 ``TrainingTable.of(X, y, groups)`` wraps arrays given from Python (checked as AutoBackend.fit
 always checked them; the subset is drawn from ``y`` when the cross-fitting asks for it, and
@@ -17,7 +17,7 @@ table in blocks, held or spooled alike, so both give the same bits.
 import numpy as np
 
 from pauc_backend.models import blocked
-from pauc_backend.models.auto.policy import crossfit_rows
+from pauc_backend.models.crossfit import crossfit_rows
 
 __all__ = ["TrainingTable", "as_table"]
 

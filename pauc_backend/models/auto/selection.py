@@ -55,7 +55,7 @@ import math
 
 import numpy as np
 
-from pauc_backend.models.auto import systems as auto_systems
+from pauc_backend.models import systems as auto_systems
 from pauc_backend.models.auto.evidence import (DEV_TRIALS, IN_DOMAIN_PSEUDO, SOURCES,
                                                TRAINING_FOLDS)
 
@@ -65,7 +65,7 @@ __all__ = ["trained_parameters", "complexity", "do_no_harm", "choose", "describe
 
 def trained_parameters(members, lda_dim, dim, num_speakers):
     """Number of numbers the candidate learns from the training data (see the module doc and
-    models.auto.systems.trained_parameters, where each system's count is derived)."""
+    models.systems.trained_parameters, where each system's count is derived)."""
     return auto_systems.trained_parameters(members, lda_dim, dim, num_speakers)
 
 

@@ -22,7 +22,7 @@ log and the fold outputs; its ``title`` in sentences and tables; a one-line ``su
 Everything else is derived: whether a system needs the PLDA (it fails with it), whether it
 depends on the LDA dimension at all (raw-space systems are rated once, "LDA none"), whether it
 is cheap enough to be screened at every candidate LDA dimension (``dot`` and ``plda`` heads),
-and how many numbers it learns (models.selection's complexity order). Adding a system is one
+and how many numbers it learns (models.auto.selection's complexity order). Adding a system is one
 ``System(...)`` in ``SYSTEMS`` plus its test, if its space and head exist.
 
 A member name may carry a score normalisation suffix (``plda:as``: AS-norm against the
@@ -168,7 +168,7 @@ def candidate_title(members):
 
 
 def trained_parameters(members, lda_dim, dim, num_speakers):
-    """Number of numbers the candidate learns from the training data (models.selection's
+    """Number of numbers the candidate learns from the training data (models.auto.selection's
     complexity): the mean (dim) and the LDA (dim x lda_dim) unless every member is in the raw
     space, the PLDA (two symmetric w x w covariances), the discriminative PLDA (its full
     quadratic form), each pAUCMetric (a symmetric w x w matrix; a metric on the raw space:
