@@ -57,6 +57,7 @@ from pauc_backend.models.auto import AutoBackend  # noqa: E402
 from pauc_backend.models.auto.dev import DevTrials  # noqa: E402
 from pauc_backend.models.backend_pipeline import BackendPipeline  # noqa: E402
 from pauc_backend.models.crossfit import trial_figures  # noqa: E402
+from pauc_backend.metrics.llr import act_dcf  # noqa: E402
 
 ETRI = os.path.join(HERE, os.pardir, os.pardir, "shared", "realdata", "etri")
 
@@ -98,9 +99,13 @@ class Evaluation:
                          self.target, np.array(self.speakers), self.test_speaker)
 
     def figures(self, score):
-        """score(models, counts, test, e, t) -> scores; the trial figures."""
-        s = score(self.models, self.counts, self.test, self.e, self.t)
-        return trial_figures(np.asarray(s, dtype=np.float64), self.target, 0.0, 0.01)
+        """score(models, counts, test, e, t) -> scores; the trial figures and actDCF(0.01)
+        (the scores read as LLRs)."""
+        s = np.asarray(score(self.models, self.counts, self.test, self.e, self.t),
+                       dtype=np.float64)
+        out = trial_figures(s, self.target, 0.0, 0.01)
+        out["act_dcf"] = act_dcf(s[self.target], s[~self.target], 0.01)
+        return out
 
 
 def pipeline_scorer(pipe):
@@ -185,7 +190,7 @@ def main(argv=None):
         wanted = [w.strip() for w in args.systems.split(",") if w.strip()]
         systems = [s for s in systems if s[0] in ("PLDA-adp", "oracle PLDA (female labels too)")
                    or s[0] in wanted]
-    rows, notes = [], []
+    rows, notes, fold_pauc = [], [], {}
     for name, make, is_auto in systems:
         t0 = time.time()
         fitted = make()
@@ -199,21 +204,24 @@ def main(argv=None):
                   if is_auto else "")
         if is_auto:           # why, from its system.txt
             card = dict(line.split(" ", 1) for line in fitted.describe().splitlines())
+            chosen = "%s (%s), LDA %s" % (card["chosen"], card["system_title"],
+                                          card["lda_dim"])
             notes.append("- %s: %s" % (name, card["reason"]))
-            if card.get("in_domain_choice", "").startswith("pseudo"):
-                chosen = "%s (%s), LDA %s" % (card["in_domain_choice"], card["system_title"],
-                                              card["lda_dim"])
-            if "in_domain_reason" in card:       # the pseudo-speaker stage (issue 34 item 1)
-                notes.append("  - pseudo-speakers: %s pseudo-speakers (%s of >= 4 vectors), "
-                             "in-domain stage chose %s: %s" % (
-                                 card["pseudo_speakers"], card["pseudo_speakers_of_4_or_more"],
-                                 card["in_domain_choice"], card["in_domain_reason"]))
+            raw = [r for r in fitted.cv_results_ if r["candidate"] == "cosine_raw"
+                   and r["budget"] == "full"]
+            if raw:
+                fold_pauc[name] = raw[0]["pauc_001"]
         rows.append((name, figures, seconds, chosen))
         print("%-36s %s  (%.0f s)%s" % (name, "  ".join(
             "%s: EER %.2f%% pAUC %.4f minDCF %.4f" % (k, 100 * f["eer"], f["pauc"],
                                                        f["min_dcf"])
             for k, f in figures.items()), seconds, "  chose " + chosen if chosen else ""),
             flush=True)
+    if "auto" in fold_pauc and "auto --adapt" in fold_pauc:
+        notes.append("- Training folds: raw cosine's held-out pAUC[0,0.01] %.4f with --adapt "
+                     "(folds translated to the adaptation mean), %.4f without: ratio %.3f"
+                     % (fold_pauc["auto --adapt"], fold_pauc["auto"],
+                        fold_pauc["auto --adapt"] / fold_pauc["auto"]))
     write(args.out, rows, load_before, load(), time.time() - started, args.quick, args.lda_dim,
           notes)
     return 0
@@ -242,17 +250,22 @@ def write(path, rows, load_before, load_after, total, quick, lda_dim, notes=()):
              "first 13 as development trials). Gap closed: (EER of PLDA-adp - EER) / (EER of "
              "PLDA-adp - EER of the oracle PLDA). The PLDAs: LDA %s." % (lda_dim or "none"),
              "",
-             "| System | EER(%) eval half | minDCF(0.01) eval half | pAUC[0,0.01] eval half | "
-             "gap closed eval half | EER(%) all 27 | pAUC[0,0.01] all 27 | gap closed all "
-             "27 | training (s) | chosen |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| System | EER(%) eval half | minDCF(0.01) eval half | actDCF(0.01) eval half | "
+             "pAUC[0,0.01] eval half | gap closed eval half | EER(%) all 27 | minDCF(0.01) "
+             "all 27 | actDCF(0.01) all 27 | pAUC[0,0.01] all 27 | gap closed all 27 | "
+             "training (s) | chosen |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, figures, seconds, chosen in rows:
         half, full = figures["eval half"], figures.get("all 27")
-        lines.append("| %s | %.2f | %.4f | %.4f | %s | %s | %s | %s | %.0f | %s |" % (
-            name, 100 * half["eer"], half["min_dcf"], half["pauc"], gap(name, "eval half"),
-            "-" if full is None else "%.2f" % (100 * full["eer"]),
-            "-" if full is None else "%.4f" % full["pauc"], gap(name, "all 27"), seconds,
-            chosen or "-"))
+        lines.append("| %s | %.2f | %.4f | %.4f | %.4f | %s | %s | %s | %s | %s | %s | %.0f | "
+                     "%s |" % (
+                         name, 100 * half["eer"], half["min_dcf"], half["act_dcf"],
+                         half["pauc"], gap(name, "eval half"),
+                         "-" if full is None else "%.2f" % (100 * full["eer"]),
+                         "-" if full is None else "%.4f" % full["min_dcf"],
+                         "-" if full is None else "%.4f" % full["act_dcf"],
+                         "-" if full is None else "%.4f" % full["pauc"], gap(name, "all 27"),
+                         seconds, chosen or "-"))
     if notes:
         lines += ["", "Why each auto variant chose what it chose (its system.txt `reason`):",
                   ""] + list(notes)

@@ -167,14 +167,18 @@ def candidate_title(members):
     return "fusion of " + ", ".join(title(m) for m in members)
 
 
-def trained_parameters(members, lda_dim, dim, num_speakers):
-    """Number of numbers the candidate learns from the training data (models.auto.selection's
-    complexity): the mean (dim) and the LDA (dim x lda_dim) unless every member is in the raw
-    space, the PLDA (two symmetric w x w covariances), the discriminative PLDA (its full
-    quadratic form), each pAUCMetric (a symmetric w x w matrix; a metric on the raw space:
-    dim x dim), the AS-norm cohort (num_speakers x dim) and the fusion weights; w = lda_dim,
-    or dim without LDA."""
+def trained_parameters(members, lda_dim, dim, num_speakers, adapted=False):
+    """Number of numbers the candidate learns from the labelled training data
+    (models.auto.selection's complexity): the mean (dim) and the LDA (dim x lda_dim) unless
+    every member is in the raw space, the PLDA (two symmetric w x w covariances), the
+    discriminative PLDA (its full quadratic form), each pAUCMetric (a symmetric w x w matrix;
+    a metric on the raw space: dim x dim), the AS-norm cohort (num_speakers x dim) and the
+    fusion weights; w = lda_dim, or dim without LDA. With an adaptation set (``adapted``) the
+    centred cosine at LDA none learns nothing from the labels (its mean is the adaptation
+    set's): 0, as raw cosine."""
     systems = [system(base_system(m)) for m in members]
+    if adapted and not lda_dim and tuple(members) == ("cosine_centred",):
+        return 0
     width = dim if not lda_dim else int(lda_dim)
     count = 0
     if any(not s.dim_free for s in systems):

@@ -25,6 +25,11 @@ One directory per stage and fold, written under a temporary name and renamed whe
                                               sha256 of all of it ("content_sha256")
     <fold-dir>/stage<S>.fold<K>/scores.<dim>  float matrix (FM, binary): kept systems x
                                               held-out trials of fold K (float32 exactly)
+    <fold-dir>/stage<S>.fold<K>/pseudo.<dim>  float matrix (DM, binary): every system x the
+                                              pseudo-speaker trials of the adaptation set
+                                              (train-pauc-auto --adapt; the in-domain trial
+                                              set every fold's models score, float64 exactly),
+                                              its systems and sha256 in info.json ("sets")
 
 Every reader recomputes the digest of the options and data and refuses an output made with
 other options or data (rerun the fold jobs), names any missing fold, and checks every file
@@ -51,9 +56,10 @@ from pauc_backend.kaldi_io.commit import (claimed, committed_at_once, make_temp_
 from pauc_backend.kaldi_io.regular_files import read_regular
 from pauc_backend.models import blocked
 from pauc_backend.models.auto import params as auto_params
+from pauc_backend.models.auto.evidence import PREFIX
 from pauc_backend.models.auto.table import TrainingTable
 
-FORMAT = 2
+FORMAT = 3
 _MAX_INFO_BYTES = 1 << 24          # an info.json is a few kB; refuse anything absurd
 _SCORES_HEADER = 15                # "\0B" "FM " and two int32 sizes: scores.<dim> is this
                                    # plus 4 bytes a score, exactly (regular_files reads it)
@@ -146,18 +152,25 @@ def _write_fold_outputs(fold_dir, stage, folds, results, work, digest, binary=Tr
         tmp = make_temp_dir(final)
         try:
             tasks = []
-            for (dim, fold), figures, columns, errors, *_ in results:   # no development
+            for (dim, fold), figures, columns, errors, *more in results:
                 if fold != k:
                     continue
                 names = sorted(columns)
                 task = {"dim": int(dim), "figures": _plain(figures), "columns": names,
-                        "errors": [list(e) for e in errors], "scores_sha256": None}
+                        "errors": [list(e) for e in errors], "scores_sha256": None,
+                        "sets": {}}
                 if names:           # always binary: the scores must come back as the same
                     path = os.path.join(tmp, "scores.%d" % dim)       # floats
-                    write_matrix(path, np.stack([columns[n] for n in names]).astype(
-                        np.float32), binary=True)
-                    with open(path, "rb") as f:
-                        task["scores_sha256"] = hashlib.sha256(f.read()).hexdigest()
+                    task["scores_sha256"] = _write_scores(
+                        path, np.stack([columns[n] for n in names]).astype(np.float32))
+                for source, got in sorted((more[0] if more else {}).items()):
+                    systems = sorted(got)
+                    entry = {"columns": systems, "sha256": None}
+                    if systems:
+                        entry["sha256"] = _write_scores(
+                            os.path.join(tmp, "%s.%d" % (PREFIX[source], dim)),
+                            np.stack([got[n] for n in systems]).astype(np.float64))
+                    task["sets"][source] = entry
                 tasks.append(task)
             info = dict(digest, format=FORMAT, stage=stage, fold=k + 1, work=_work(work),
                         tasks=tasks)
@@ -173,6 +186,13 @@ def _write_fold_outputs(fold_dir, stage, folds, results, work, digest, binary=Tr
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         remove_stale_temp_dirs(final)  # what killed jobs left for it: superseded now
+
+
+def _write_scores(path, matrix):
+    """Write ``matrix`` (binary Kaldi, float32 or float64 kept exactly); its sha256."""
+    write_matrix(path, matrix, binary=True)
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
 
 
 # -- reading ---------------------------------------------------------------------------------
@@ -239,19 +259,46 @@ def _check_task(task, work, allowed):
     _need(task.get("scores_sha256") is None if not columns else
           isinstance(task.get("scores_sha256"), str),
           "LDA %s: the sha256 of the scores is missing" % task["dim"])
+    sets = task.get("sets")
+    _need(isinstance(sets, dict) and all(
+        name in PREFIX and isinstance(e, dict) and isinstance(e.get("columns"), list)
+        and all(isinstance(c, str) and c.split("@")[0] in allowed for c in e["columns"])
+        and (e.get("sha256") is None if not e["columns"] else isinstance(e.get("sha256"), str))
+        for name, e in sets.items()),
+        "LDA %s: the in-domain trial sets' scores are not described as this stage's systems "
+        "with a sha256" % task["dim"])
 
 
 def _read_scores(where, task, num_trials):
     """The kept columns of one task: {system: float32 scores}, checked against the sha256
     recorded in info.json, the number of systems and trials, and finiteness."""
-    path = os.path.join(where, "scores.%d" % task["dim"])
-    size = _SCORES_HEADER + 4 * len(task["columns"]) * num_trials   # FM, binary, exactly
+    return _read_matrix(os.path.join(where, "scores.%d" % task["dim"]), task["columns"],
+                        task["scores_sha256"], num_trials, np.float32, "held-out trials")
+
+
+def _read_sets(where, task, sets):
+    """{source: {system: float64 scores}} of the in-domain trial sets of one task (``sets``:
+    {source: number of trials}, the sets this run scores), checked as ``_read_scores``."""
+    theirs = task["sets"]
+    _need(set(theirs) == set(sets), "LDA %s: scores of the in-domain trial sets %s, this run "
+          "has %s" % (task["dim"], sorted(theirs), sorted(sets)))
+    return {source: {} if not e["columns"] else _read_matrix(
+        os.path.join(where, "%s.%d" % (PREFIX[source], task["dim"])), e["columns"],
+        e["sha256"], sets[source], np.float64, "trials of the %s" % source)
+        for source, e in theirs.items()}
+
+
+def _read_matrix(path, columns, sha256, num_trials, dtype, what):
+    """One binary Kaldi matrix of ``columns`` x ``num_trials`` values of ``dtype``, checked
+    against its sha256, its shape and finiteness: {system: scores}."""
+    width = np.dtype(dtype).itemsize
+    size = _SCORES_HEADER + width * len(columns) * num_trials   # FM/DM, binary, exactly
     try:
-        data = read_regular(path, size, "the scores of %d systems x %d held-out trials" % (
-            len(task["columns"]), num_trials))
+        data = read_regular(path, size, "the scores of %d systems x %d %s" % (
+            len(columns), num_trials, what))
     except FileNotFoundError:
         raise _Bad("%s is missing" % os.path.basename(path)) from None
-    _need(hashlib.sha256(data).hexdigest() == task["scores_sha256"],
+    _need(hashlib.sha256(data).hexdigest() == sha256,
           "%s does not match the sha256 recorded in info.json: changed after the fold job "
           "wrote it" % os.path.basename(path))
     _need(data[:2] == b"\0B", "%s is not a binary Kaldi matrix" % os.path.basename(path))
@@ -260,19 +307,21 @@ def _read_scores(where, task, num_trials):
     except Exception as err:            # noqa: BLE001 - any failure is a bad file here
         raise _Bad("%s is not a readable matrix (%s)" % (os.path.basename(path), err))
     M = np.asarray(M)
-    _need(M.dtype == np.float32 and M.shape == (len(task["columns"]), num_trials),
-          "%s has shape %s, expected %d systems x %d held-out trials (float)"
-          % (os.path.basename(path), M.shape, len(task["columns"]), num_trials))
+    _need(M.dtype == dtype and M.shape == (len(columns), num_trials),
+          "%s has shape %s, expected %d systems x %d %s (%s)"
+          % (os.path.basename(path), M.shape, len(columns), num_trials, what,
+             "float" if dtype == np.float32 else "double"))
     _need(bool(np.all(np.isfinite(M))), "%s holds NaN or infinite scores"
           % os.path.basename(path))
-    return {name: M[i].copy() for i, name in enumerate(task["columns"])}
+    return {name: M[i].copy() for i, name in enumerate(columns)}
 
 
-def read_fold_outputs(fold_dir, stage, num_folds, work, digest, trials=None):
+def read_fold_outputs(fold_dir, stage, num_folds, work, digest, trials=None, sets=None):
     """The results of ``stage`` of every fold, as cross_fit_stage returns them (dims outer,
     folds inner); ``trials``: each fold's HeldOutTrials (None: the scores are not read, only
-    the figures). KaldiError for a missing fold, one from another configuration, stage or
-    fold, or any damaged or changed file, naming it."""
+    the figures); ``sets``: {source: number of trials} of the in-domain trial sets, whose
+    scores are always read. KaldiError for a missing fold, one from another configuration,
+    stage or fold, or any damaged or changed file, naming it."""
     missing = [k + 1 for k in work.folds   # anything there is read (or named) below
                if not os.path.lexists(os.path.join(fold_dir, output_name(stage, k),
                                                    "info.json"))]
@@ -319,9 +368,10 @@ def read_fold_outputs(fold_dir, stage, num_folds, work, digest, trials=None):
                 columns = {}
                 if task["columns"] and trials is not None:
                     columns = _read_scores(where, task, trials[k].is_target.size)
+                set_scores = _read_sets(where, task, sets or {})
                 _need((task["dim"], k) not in by_task, "LDA %s appears twice" % task["dim"])
                 by_task[task["dim"], k] = ((task["dim"], k), task["figures"], columns,
-                                           [tuple(e) for e in task["errors"]])
+                                           [tuple(e) for e in task["errors"]], set_scores)
         except _Bad as err:
             raise KaldiError("%s: %s; rerun the fold job" % (path, err)) from None
     order = [(int(d), k) for d in work.dims for k in work.folds] if work.systems else []
@@ -357,7 +407,8 @@ def _previous(model, plan, fold_dir, stage, digest):
         results = []
         if work.systems and work.dims:        # a stage with nothing to do needs no output
             results = read_fold_outputs(fold_dir, before, model.num_folds, work, digest,
-                                        plan.trials)
+                                        plan.trials, {name: t.num_trials for name, t in
+                                                      plan.inputs.trial_sets.items()})
         model.add_fold_results(plan, before, results)
 
 
@@ -381,12 +432,15 @@ def run_fold_job(model, X, y, groups, stage, folds, fold_dir, log=None, X_adapt=
             or "nothing to cross-fit", ",".join(map(str, work.dims)) or "-"))
 
 
-def combine(model, X, y, groups, fold_dir, X_adapt=None, durations=None):
+def combine(model, X, y, groups, fold_dir, X_adapt=None, durations=None,
+            adapt_durations=None):
     """AutoBackend.fit from the fold outputs in fold_dir: the same fitted model
-    (``durations``: of the training vectors, for the final calibration only)."""
+    (``durations``, ``adapt_durations``: of the training and adaptation vectors, for the
+    final calibration only)."""
     digest = run_digest(model, X, y, groups, X_adapt)
     try:
-        plan = model.prepare(X, y, groups, X_adapt, durations=durations)
+        plan = model.prepare(X, y, groups, X_adapt, durations=durations,
+                             adapt_durations=adapt_durations)
         _previous(model, plan, fold_dir, 4, digest)
         return model.finish(plan)
     except ValueError as err:

@@ -132,8 +132,8 @@ def test_development_trials_held_or_spooled(timed, tmp_path):
 
 
 def test_pseudo_trained_winner_held_or_spooled(tmp_path_factory, tmp_path):
-    """--adapt with a pseudo-trained winner of the in-domain stage: its rating folds read
-    the cross-fitting subset and its final retraining the whole table, spooled alike."""
+    """--adapt with a pseudo-trained winner: its pseudo-speaker folds' models read the
+    cross-fitting subset and its final training the whole table, spooled alike."""
     d = tmp_path_factory.mktemp("table_pseudo")
     c = make_speaker_corpus(seed=2, dim=16, num_train_speakers=40, num_adapt_speakers=60,
                             adapt_utts_range=(6, 12), num_eval_speakers=10,
@@ -144,8 +144,8 @@ def test_pseudo_trained_winner_held_or_spooled(tmp_path_factory, tmp_path):
                "--max-vectors=250", "--adapt=ark:%s" % (d / "adapt.ark")]
     logs = _held_and_spooled(d, tmp_path, options)
     _same_files(tmp_path / "held", tmp_path / "spooled")
-    assert all("In-domain stage" in log for log in logs)
+    assert all("pseudo-trained" in log for log in logs)
     card = dict(l.split(" ", 1) for l in (tmp_path / "spooled/system.txt").read_text()
-                .splitlines() if not l.startswith("in_domain_candidate "))
-    assert card["in_domain_choice"].startswith("pseudo_"), card
+                .splitlines())
+    assert card["chosen"].startswith("pseudo_"), card
     assert _proper_subset(card), card["crossfit_data"]

@@ -15,7 +15,8 @@ from pauc_backend.metrics.bootstrap import ClusterBootstrap
 from pauc_backend.metrics.ranking import pauc
 from pauc_backend.models.auto import AutoBackend
 from pauc_backend.models.auto.dev import DevTrials
-from pauc_backend.models.auto.devscores import DevScores
+from pauc_backend.models.auto.evidence import DEV_TRIALS
+from pauc_backend.models.auto.trialsets import TrialSetScores
 from pauc_backend.models.backend_pipeline import BackendPipeline
 from pauc_backend.models.calibration import LinearFusion
 from pauc_backend.models.crossfit import trial_figures
@@ -46,8 +47,7 @@ def test_dev_trials_override_the_training_folds():
     with_dev = AutoBackend(**params).fit(X, y, dev=dev)
     winner = (alone.chosen_["candidate"], alone.chosen_["lda_dim"])
     assert (with_dev.chosen_["candidate"], with_dev.chosen_["lda_dim"]) != winner
-    dev_rows = {(r["candidate"], r["lda_dim"]): r for r in with_dev.dev_results_
-                if r["budget"] == "full"}
+    dev_rows = {(r["candidate"], r["lda_dim"]): r for r in with_dev.set_results_[DEV_TRIALS]}
     chosen = (with_dev.chosen_["candidate"], with_dev.chosen_["lda_dim"])
     assert chosen == max(dev_rows, key=lambda k: dev_rows[k]["pauc"])
     # the training folds' winner (at whatever dimension the development trials rated it)
@@ -77,8 +77,7 @@ def test_dev_figures_are_those_of_the_fold_averaged_scores(corpus):
                 dev_resamples=30).fit(X, y, dev=dev)
     rated = {(r["candidate"], r["lda_dim"]) for r in model.cv_results_}
     assert {("cosine_raw", 0), ("cosine_centred", 0), ("plda", 8)} <= rated
-    rows = {(r["candidate"], r["lda_dim"]): r for r in model.dev_results_
-            if r["budget"] == "full"}
+    rows = {(r["candidate"], r["lda_dim"]): r for r in model.set_results_[DEV_TRIALS]}
     for name, dim in (("plda", 8), ("cosine_centred", 0)):
         columns = []
         for k in range(3):
@@ -120,7 +119,7 @@ def test_bootstrap_resample_figures_are_those_of_the_repeated_trial_list(corpus)
     times: the repeated list built here, pAUC computed on it directly."""
     dev = dev_of(corpus)
     dev.check(16)
-    store = DevScores(dev, 0.0, 0.1, 5, 3)
+    store = TrialSetScores(DEV_TRIALS, dev, 0.0, 0.1, 5, 3)
     rng = np.random.default_rng(0)
     scores = rng.normal(size=dev.num_trials) + 2.0 * dev.is_target
     store.add(0, 0, {"cosine_raw": scores})
@@ -174,3 +173,28 @@ def test_cluster_codes_pair_enrolled_and_test_speakers(corpus):
     assert e.max() + 1 == 12 and t.max() + 1 == 12
     boot = ClusterBootstrap(np.zeros(dev.num_trials) + dev.is_target, dev.is_target, e, t)
     assert (boot.num_enroll, boot.num_test) == (12, 12)
+
+
+def test_a_fusion_on_a_trial_set_is_cross_fitted_over_its_enrolled_speakers(corpus):
+    """Each group's trials are fused with the weights learned on the other groups' trials
+    (recomputed here group by group); weights learned on every trial would differ."""
+    dev = dev_of(corpus).check(16)
+    store = TrialSetScores(DEV_TRIALS, dev, 0.0, 0.1, 5, 3)
+    rng = np.random.default_rng(4)
+    a = rng.normal(size=dev.num_trials) + 1.5 * dev.is_target
+    b = 0.5 * a + rng.normal(size=dev.num_trials) + 0.5 * dev.is_target
+    store.add(0, 0, {"plda": a, "pauc_lnorm": b})
+
+    def fusion(scores, labels):
+        return LinearFusion(prior=0.01, regularization=1e-6).fit(scores, labels)
+
+    got = store.scores(0, ("plda", "pauc_lnorm"), fusion)
+    X = np.column_stack([a, b])
+    groups = dev.groups(5, 3)
+    assert groups is not None and np.unique(groups).size > 1
+    expected = np.empty(dev.num_trials)
+    for g in np.unique(groups):
+        held = groups == g
+        expected[held] = fusion(X[~held], dev.is_target[~held]).transform(X[held])
+    np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-10)
+    assert not np.allclose(got, fusion(X, dev.is_target).transform(X))

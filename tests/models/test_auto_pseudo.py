@@ -1,114 +1,140 @@
-"""Pseudo-speakers in the automatic back-end (issue 34 item 1): the in-domain stage's choice
-on constructed evidence, the guard, the clustering report and the rating folds."""
+"""Pseudo-speakers in the automatic back-end (models.auto.pseudo): their in-domain trials,
+the guard, and the pseudo-trained candidates scored only by models that never saw the
+pseudo-speakers they are rated on."""
 
 import numpy as np
+import pytest
 
 from pauc_backend.datasets import make_speaker_corpus
-from pauc_backend.models.auto import selection
-from pauc_backend.models.auto import AutoBackend
+from pauc_backend.models import pseudo_speakers as ps
 from pauc_backend.models.auto import pseudo
-from pauc_backend.models.auto.evidence import IN_DOMAIN_PSEUDO, pseudo_speaker_folds
-
-# the in-domain stage's candidates, simplest first (its complexity order)
-STAGE = ["cosine_raw", "cosine_centred", "pseudo_pooled", "plda+pauc_lnorm"]
-COMPLEXITY = [0, 16, 300, 900]
+from pauc_backend.models.auto.adapt import AdaptationSet
 
 
-def rows_of(P):
-    return [{"candidate": c, "lda_dim": 0 if c.startswith("cosine") else 8,
-             "folds": [{"pauc": float(v)} for v in p], "pauc": float(np.mean(p))}
-            for c, p in zip(STAGE, P)]
+class Found:
+    """A stand-in for models.auto.pseudo.Clustering with known labels."""
+
+    def __init__(self, labels, subset=None):
+        self.labels = np.asarray(labels)
+        self.subset = np.arange(self.labels.size) if subset is None else subset
+        sizes = np.bincount(self.labels[self.labels >= 0])
+        self.usable = int(np.sum(sizes >= pseudo.MIN_RATING_SIZE))
 
 
-def test_the_stage_refuses_a_candidate_worse_than_a_simpler_one_on_the_pseudo_folds():
-    """The training folds' choice (the fusion, most complex) is worse on the pseudo-speaker
-    folds than the simpler pseudo-trained PLDA by far more than their paired SE: vetoed for
-    that reason and not chosen; the pooled PLDA, better than both baselines, is."""
-    rng = np.random.default_rng(0)
-    P = np.array([[0.40] * 2, [0.45] * 2, [0.60] * 2, [0.50] * 2]) + rng.normal(0, 0.002,
-                                                                              (4, 2))
-    ev = pseudo_speaker_folds(rows_of(P), "planted")
-    for rule in ("1se", "best"):
-        chosen, verdict = selection.choose([ev], COMPLEXITY, rule, baselines=[0, 1])
-        assert STAGE[chosen] == "pseudo_pooled" and verdict["source"] == IN_DOMAIN_PSEUDO
-        assert verdict["vetoed"][3][:3] == ("worse than a simpler candidate",
-                                            IN_DOMAIN_PSEUDO, 2)
+def speakers_of(corpus):
+    _, index = np.unique(np.asarray(corpus.adapt.labels), return_inverse=True)
+    return index.reshape(-1)
 
 
-def test_the_stage_keeps_a_baseline_when_nothing_beats_it_by_its_paired_se():
-    """Everything trained is within the noise of the centred cosine: the baselines alone
-    survive (fallback) and the in-domain evidence chooses among them."""
-    rng = np.random.default_rng(1)
-    P = np.array([[0.40, 0.40], [0.55, 0.55], [0.50, 0.62], [0.62, 0.50]])
-    P = P + rng.normal(0, 0.001, P.shape)
-    chosen, verdict = selection.choose([pseudo_speaker_folds(rows_of(P), "p")], COMPLEXITY,
-                                       baselines=[0, 1])
-    assert STAGE[chosen] == "cosine_centred" and verdict["fallback"]
-    assert verdict["vetoed"][2][0] == verdict["vetoed"][3][0] == "not better than a baseline"
+def pseudo_speakers(A, labels, enroll_utts=3, max_trials=0, seed=0):
+    adapt = AdaptationSet.of(A, A.shape[1], 0, seed)
+    found = Found(labels)
+    fold = ps.pseudo_speaker_folds(labels, 2, pseudo.MIN_RATING_SIZE, seed)
+    trials, trial_fold, positions = pseudo.trial_set(A, adapt.rows, labels, fold, enroll_utts,
+                                                     max_trials, seed)
+    return adapt, pseudo.PseudoSpeakers(found, 8, fold, trials, trial_fold, positions)
 
 
-def test_rating_folds_are_speaker_disjoint_and_trials_stay_in_their_fold():
+@pytest.mark.parametrize("enroll_utts", [0, 1, 3])
+def test_pseudo_trials_stay_within_one_speaker_disjoint_fold(enroll_utts):
+    """Every trial's two sides are of one fold; a target trial is two sides of one
+    pseudo-speaker; an enrollment model is the mean of min(N, size - 1) of its vectors and is
+    never tried against them; without a cap every such pair is a trial (brute force)."""
     rng = np.random.default_rng(2)
-    labels = np.repeat(np.arange(12), rng.integers(4, 9, 12))
+    labels = np.repeat(np.arange(14), rng.integers(4, 9, 14))
     A = rng.normal(size=(labels.size, 6)).astype(np.float32)
+    adapt, found = pseudo_speakers(A, labels, enroll_utts)
+    t = found.trials
+    fold_of_vector = found.fold[found.positions]
+    e_fold = np.array([fold_of_vector[rows[0]] for rows in t.enroll])
+    assert np.array_equal(e_fold[t.enroll_index], fold_of_vector[t.test[t.test_index]])
+    assert np.array_equal(found.trial_fold, e_fold[t.enroll_index])
+    lab = labels[found.positions]
+    e_lab = np.array([lab[rows[0]] for rows in t.enroll])
+    assert all(np.unique(lab[rows]).size == 1 for rows in t.enroll)
+    assert np.array_equal(t.is_target, e_lab[t.enroll_index] == lab[t.test[t.test_index]])
+    if enroll_utts:
+        for rows in t.enroll:
+            size = int(np.sum(lab == lab[rows[0]]))
+            assert rows.size == min(enroll_utts, size - 1)
+        pairs = {(i, int(t.test[j])) for i, j in zip(t.enroll_index, t.test_index)}
+        for i, rows in enumerate(t.enroll):
+            assert not any((i, int(r)) in pairs for r in rows)
+        expected = sum(int(np.sum(e_fold == k)) * int(np.sum(fold_of_vector[t.test] == k))
+                       for k in (0, 1))
+    else:
+        assert all(rows.size == 1 for rows in t.enroll)
+        assert np.all(t.enroll_index < t.test_index)        # each pair once, i < j
+        expected = sum(int(np.sum(fold_of_vector == k)) * (int(np.sum(fold_of_vector == k))
+                                                            - 1) // 2 for k in (0, 1))
+    assert t.num_trials == expected
 
-    class Found:
-        pass
-    found = Found()
-    found.labels, found.subset = labels, np.arange(labels.size)
-    fold, lab = pseudo.folds_of(found, 0)
-    for c in np.unique(labels):
-        assert np.unique(fold[labels == c]).size == 1
+
+def test_a_cap_keeps_every_target_up_to_half_and_samples_the_non_targets():
+    rng = np.random.default_rng(3)
+    labels = np.repeat(np.arange(20), 8)
+    A = rng.normal(size=(labels.size, 5)).astype(np.float32)
+    _, full = pseudo_speakers(A, labels, 0)
+    _, capped = pseudo_speakers(A, labels, 0, max_trials=2000)
+    assert capped.trials.num_trials <= 2000 and capped.trials.sampled
+    assert capped.trials.num_target == min(full.trials.num_target, 2000 // 2)
+    key = lambda t: set(zip(t.enroll_index.tolist(), t.test_index.tolist()))  # noqa: E731
+    assert key(capped.trials) <= key(full.trials)
+
+
+def test_pseudo_trained_models_never_see_the_pseudo_speakers_they_are_rated_on():
+    """Relabelling the pseudo-speakers of fold k leaves fold k's scores unchanged (its
+    models are trained on the other fold's pseudo-speakers); relabelling the other fold's
+    changes them. A leak of a fold's own pseudo-speakers into its models fails this."""
+    c = make_speaker_corpus(seed=5, dim=16, num_train_speakers=40, num_adapt_speakers=24,
+                            adapt_utts_range=(6, 8))
+    X, y = c.train.X, np.asarray(c.train.labels)
+    A, labels = c.adapt.X, speakers_of(c)
+    adapt, found = pseudo_speakers(A, labels, 2)
+    rows = np.arange(X.shape[0])
+    base = pseudo.cross_fit(X, y, rows, adapt, found, 10, 0)
+    assert set(base) >= {"pseudo_pooled", "pseudo_pooled:as"}
     for k in (0, 1):
-        E, counts, T, target = pseudo.fold_trials(A, np.arange(labels.size), lab, fold, k, 0)
-        members = np.unique(labels[fold == k])
-        assert E.shape[0] == members.size and np.all((counts >= 1) & (counts <= 3))
-        # every test vector is one of the fold's, each enrolled speaker has >= 1 target
-        assert T.shape[0] == np.sum(fold == k) - counts.sum()
-        assert np.all(target.sum(axis=1) >= 1) and np.all(target.sum(axis=0) == 1)
+        mixed = labels.copy()
+        mine = np.flatnonzero(found.fold == k)
+        mixed[mine] = np.random.default_rng(k).permutation(mixed[mine])   # fold k relabelled
+        clustering = Found(mixed)
+        again = pseudo.PseudoSpeakers(clustering, found.lda_dim, found.fold, found.trials,
+                                      found.trial_fold, found.positions)
+        got = pseudo.cross_fit(X, y, rows, adapt, again, 10, 0)
+        for name in ("pseudo_pooled", "pseudo_pooled:as"):
+            same = found.trial_fold == k
+            assert np.array_equal(got[name]["pseudo"][same], base[name]["pseudo"][same])
+            assert not np.allclose(got[name]["pseudo"][~same], base[name]["pseudo"][~same])
 
 
-def _corpus(num_adapt_speakers):
-    return make_speaker_corpus(seed=2, dim=16, num_train_speakers=40,
-                               num_adapt_speakers=num_adapt_speakers, adapt_utts_range=(6, 12),
-                               num_eval_speakers=10, extra_within=(12.0, 6.0),
-                               extra_within_rank=6)
+def test_the_guard_needs_ten_pseudo_speakers_of_four_clustered_vectors():
+    """The boundary of the guard: exactly MIN_PSEUDO_SPEAKERS usable pseudo-speakers pass,
+    one fewer does not (sizes 4 count, 3 do not)."""
+    n = pseudo.MIN_PSEUDO_SPEAKERS
+
+    class Model:
+        def __init__(self, sizes):
+            self.sizes_ = np.asarray(sizes)
+            self.subset_ = np.arange(int(np.sum(sizes)))
+            self.n_clusters_ = len(sizes)
+            self.clustered_fraction_ = 1.0
+            self.separation_ = 2.0
+
+    def clustering(sizes):
+        labels = np.repeat(np.arange(len(sizes)), sizes)
+        return pseudo.Clustering(labels, Model(sizes), 0.5, len(sizes))
+
+    assert clustering([4] * n).ok
+    assert not clustering([4] * (n - 1) + [3] * 5).ok
+    assert clustering([4] * (n - 1) + [9]).usable == n
+    assert not clustering([4] * (n - 1)).ok
 
 
-QUICK = dict(candidates=("plda", "cosine_centred"), lda_dims=(0, 8), num_folds=2)
-
-
-def test_guard_too_few_pseudo_speakers_keeps_the_training_folds_choice():
-    """An adaptation set of 6 speakers: fewer than 10 pseudo-speakers of >= 4 vectors, so
-    no in-domain stage; the model is the one the training folds chose, and system.txt
-    says why the pseudo-speakers were not used."""
-    c = _corpus(6)
-    m = AutoBackend(**QUICK).fit(c.train.X, c.train.labels, X_adapt=c.adapt.X)
-    card = m.describe()
-    assert "\npseudo_used no_fewer_than_10_of_4_or_more_vectors\n" in card
-    assert "in_domain_choice" not in card and "pseudo_speakers " in card
-    assert "+".join(m.members_) == m.chosen_["candidate"]
-    assert not any(r["candidate"] == "cosine_raw" for r in m.cv_results_)   # no baselines
-    usable = int(card.split("\npseudo_speakers_of_4_or_more ")[1].split()[0])
-    assert usable < pseudo.MIN_PSEUDO_SPEAKERS
-
-
-def test_clustering_report_and_side_by_side_figures():
-    c = _corpus(60)
-    m = AutoBackend(**QUICK).fit(c.train.X, c.train.labels, X_adapt=c.adapt.X)
-    card = dict(line.split(" ", 1) for line in m.describe().splitlines()
-                if not line.startswith("in_domain_candidate "))
-    assert int(card["pseudo_speakers"]) >= int(card["pseudo_speakers_of_4_or_more"]) >= 10
-    q = [float(v) for v in card["pseudo_size_quantiles_0_25_50_75_100"].split()]
-    assert q == sorted(q) and q[0] >= 2
-    assert np.isfinite(float(card["pseudo_separation_dprime"]))
-    assert card["pseudo_used"] == "yes" and card["in_domain_selection_rated_by"] == "pseudo"
-    side = [l.split() for l in m.describe().splitlines()
-            if l.startswith("in_domain_candidate ")]
-    names = [s[1] for s in side]
-    assert {"cosine_raw", "cosine_centred", "pseudo_pooled"} <= set(names)
-    for s in side:      # pseudo-trained systems have no training-fold figure
-        assert s[s.index("training_folds_pauc") + 1] == "none" or not s[1].startswith(
-            "pseudo")
-        assert 0 <= float(s[s.index("pseudo_pauc") + 1]) <= 1
-    assert card["in_domain_choice"] in names
+def test_pseudo_trained_complexity_is_above_the_plda_it_is_built_on():
+    from pauc_backend.models.systems import trained_parameters
+    plda = trained_parameters(("plda",), 50, 100, 30)
+    assert pseudo.complexity("pseudo_pooled", 50, 100, 30) == plda + 1
+    assert (pseudo.complexity("pseudo_pooled", 50, 100, 30)
+            < pseudo.complexity("pseudo_blend", 50, 100, 30)
+            < pseudo.complexity("pseudo_blend:as", 50, 100, 30))

@@ -38,6 +38,57 @@ def test_a_measure_is_kept_only_when_the_held_out_loss_shows_it_helps(informativ
     assert lines[0].startswith("quality measures: %s" % ("duration" if informative else "none"))
 
 
+@pytest.mark.parametrize("seed", [9, 14, 18])
+def test_a_measure_better_only_within_its_paired_se_is_not_kept(seed):
+    """A weakly informative duration: its cross-fitted loss is below none's, by less than
+    the paired standard error over the parts. The one-SE rule keeps none (the best would keep
+    the duration); the losses are recomputed here part by part (the regression on the other
+    parts, the prior-weighted cross-entropy written out)."""
+    from pauc_backend.models.calibration import LinearFusion
+    from pauc_backend.models.quality import QualityFusion
+    rng = np.random.default_rng(seed)
+    n = 6000
+    labels = rng.random(n) < 0.2
+    d_e, d_t = np.exp(rng.uniform(np.log(2), np.log(60), (2, n)))
+    quality = np.log(np.minimum(d_e, d_t))
+    scores = (rng.normal(size=n) + labels * 2.0 + 0.04 * (quality - quality.mean()))[:, None]
+    parts = rng.integers(0, 5, n)
+    norms = (rng.uniform(8, 12, n), rng.uniform(8, 12, n))
+
+    def quality_of(names):
+        return qmf.quality_values(names, (d_e, d_t), norms, 10.0)
+
+    def loss(llr, lab, prior=0.01):
+        shift = np.log(prior / (1 - prior))
+        return (prior * np.mean(np.log1p(np.exp(-(llr[lab] + shift))))
+                + (1 - prior) * np.mean(np.log1p(np.exp(llr[~lab] + shift))))
+
+    losses = {}
+    for names in [(), ("duration",)]:
+        e, t = quality_of(names)
+        per = []
+        for p in range(5):
+            held = parts == p
+            if names:
+                model = QualityFusion(measures=(qmf.MEASURES["duration"],), prior=0.01,
+                                      regularization=1e-6).fit(scores[~held], labels[~held],
+                                                               e[~held], t[~held])
+                llr = model.transform(scores[held], e[held], t[held])
+            else:
+                model = LinearFusion(prior=0.01, regularization=1e-6).fit(scores[~held],
+                                                                          labels[~held])
+                llr = model.transform(scores[held])
+            per.append(loss(llr, labels[held]))
+        losses[names] = np.array(per)
+    d = losses[()] - losses[("duration",)]
+    assert d.mean() > 0 and d.mean() <= d.std(ddof=1) / np.sqrt(5)    # better, within 1 SE
+    sets = [(), ("duration",)]
+    assert qmf.choose_measures(sets, scores, labels, quality_of, parts, 0.01, 1e-6,
+                               "1se")[0] == ()
+    assert qmf.choose_measures(sets, scores, labels, quality_of, parts, 0.01, 1e-6,
+                               "best")[0] == ("duration",)
+
+
 def test_explicit_sets_and_missing_durations():
     assert qmf.measure_sets("none", True) == [()]
     assert qmf.measure_sets("norm", False) == [("norm",)]

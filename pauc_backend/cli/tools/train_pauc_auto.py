@@ -4,7 +4,7 @@ import os
 
 from pauc_backend.persist.auto_backend import write_model_dir
 from pauc_backend.persist.auto_folds import combine, job_folds, run_fold_job
-from pauc_backend.cli.framework.kaldi_cli import Progress, Tool, format_float
+from pauc_backend.cli.framework.kaldi_cli import Progress, Tool
 from pauc_backend.cli.framework.training_table import read_training_table
 from pauc_backend.cli.framework.vector_input import check_finite
 from pauc_backend.errors import KaldiError
@@ -172,6 +172,9 @@ tool.register("adapt", "", "Unlabelled vectors of the domain you will score (e.g
               "look out of the training domain; with at least 10 pseudo-speakers of >= 4 "
               "vectors found in them, an in-domain stage on pseudo-speaker folds chooses the "
               "final system (cost and rule: the text above)")
+tool.register("adapt-utt2dur", "", "Durations in seconds of the --adapt utterances (utt2dur), "
+              "for the duration quality measure of a calibration learned on the "
+              "pseudo-speaker trials of the adaptation set")
 dev_options.register(tool)
 tool.register("binary", True, "Write the model pieces in binary mode")
 tool.register("fold-stage", 0, "0: the whole training here; 1, 2 or 3: only that stage of the "
@@ -212,11 +215,11 @@ def _options(opts):
             "vectors>)")) from None
 
 
-def make_estimator(opts, log=None, progress=None):
+def make_estimator(opts, log=None, progress=None, warn=None):
     """The AutoBackend of the options; KaldiError naming a bad one."""
     try:
         kwargs = auto_params.from_options(opts)
-        model = AutoBackend(log=log, progress=progress, **kwargs)
+        model = AutoBackend(log=log, progress=progress, warn=warn, **kwargs)
         model.check_params()
     except ValueError as err:
         raise KaldiError("Bad option: %s" % _option_names(err)) from None
@@ -247,7 +250,8 @@ def run(opts, args):
         progress.update(0, message[:60])
         log.log(message, depth=2)
 
-    model = make_estimator(opts, log_line, lambda line: log.log(line, depth=3))
+    model = make_estimator(opts, log_line, lambda line: log.log(line, depth=3),
+                           lambda line: log.warning(line, depth=3))
     # one pass over the vectors: the cross-fitting subset gathered, the table held or spooled;
     # groups and durations in the table's row order
     table = read_training_table(log, vector_rspecifier, spk2utt_rspecifier, (
@@ -255,7 +259,11 @@ def run(opts, args):
         opts.utt2group, opts.utt2dur)
     log.log("Read %d vectors of dimension %d from %d speakers"
             % (table.shape + (table.num_speakers,)))
-    A = read_adapt(opts.adapt, table, log) if opts.adapt else None
+    A, adapt_keys = read_adapt(opts.adapt, table, log) if opts.adapt else (None, None)
+    adapt_durations = None
+    if opts.adapt_utt2dur:
+        adapt_durations = dev_options.read_durations(opts.adapt_utt2dur, adapt_keys,
+                                                     "adaptation utterance")
     dev = dev_options.read_dev_trials(opts, table.shape[1], log) if opts.dev_trials else None
     if opts.fold_stage:
         folds = job_folds(opts.fold, opts.fold_jobs, opts.num_folds)
@@ -269,25 +277,26 @@ def run(opts, args):
         return 0
     if opts.combine:
         combine(model, table, None, None, opts.combine, X_adapt=A,
-                durations=table.durations)
+                durations=table.durations, adapt_durations=adapt_durations)
     else:
         try:
-            model.fit(table, X_adapt=A, dev=dev, durations=table.durations)
+            model.fit(table, X_adapt=A, dev=dev, durations=table.durations,
+                      adapt_durations=adapt_durations)
         except ValueError as err:
             raise KaldiError("Cannot choose a back-end: %s" % err) from None
     progress.close()
     write_model_dir(model_dir, model, binary=opts.binary,
                     extra_lines=["train_vectors %d" % table.shape[0],
                                  "train_speakers %d" % table.num_speakers])
-    log.log("Wrote %s (system %s, LDA %s, held-out pAUC %s)" % (
+    log.log("Wrote %s: %s, LDA %s (%s)" % (
         model_dir, "+".join(model.members_), dim_label(model.lda_dim_),
-        format_float(model.chosen_["pauc"])))
+        model.card_[1].split(" ", 1)[1]))
     return 0
 
 
 def read_adapt(rspecifier, table, log):
-    """The --adapt vectors, checked, with their domain shift from the training vectors
-    logged (models.domain; the same measure score-pauc-auto warns on)."""
+    """(the --adapt vectors, checked, their keys), with their domain shift from the training
+    vectors logged (models.domain; the same measure score-pauc-auto warns on)."""
     keys, A = read_vector_table(rspecifier)
     if len(keys) < 2:
         raise KaldiError("--adapt=%s has %d vectors; the adaptation set needs at least 2"
@@ -301,7 +310,7 @@ def read_adapt(rspecifier, table, log):
         len(keys), rspecifier, describe_shift(shift),
         " (out of the training domain: adaptation is what they are for)"
         if is_out_of_domain(shift) else ""))
-    return A
+    return A, keys
 
 
 def main(argv=None):

@@ -1,74 +1,77 @@
-"""pAUCMetric (auto): a back-end chosen by cross-fitting on the training speakers alone.
+"""pAUCMetric (auto): a back-end chosen on held-out evidence and trained once.
 
 The paper tunes nothing automatically (Section VII leaves it to future work) and its best
-preprocessing differs by corpus. Here the training speakers are split into K folds
-(seeded); for each fold the WHOLE back-end (mean, LDA, PLDA, the pAUCMetrics; see
-models.backend_pipeline) is retrained on the other folds and scores trials among the held-out
-speakers, built like the evaluation's (models.crossfit). Every candidate is then rated by its
-mean held-out pAUC[alpha, beta] over the folds (the paper's criterion, eq. 5; EER and
-minDCF(0.01) are reported beside it):
+preprocessing differs by corpus. Here the training speakers are split into K folds (seeded);
+for each fold the WHOLE back-end (mean, LDA, PLDA, the pAUCMetrics; models.backend_pipeline)
+is retrained on the other folds and scores trials among the held-out speakers, built like the
+evaluation's, and every in-domain trial set there is (models.auto.crossfit). The candidates
+are each system of models.systems at each candidate LDA dimension and linear fusions of them
+(their weights cross-fitted too), screened and promoted by successive halving
+(models.auto.policy), plus, with an unlabelled adaptation set, the systems trained with its
+pseudo-speakers (models.auto.pseudo).
 
-* each single system of models.systems at each candidate LDA dimension (capped by the
-  smallest fold's training speakers - 1 and the vector dimension; 0 = no LDA). Systems of
-  the raw space (raw cosine) depend on no dimension and are rated once, as "no LDA";
-* linear fusions of two or more of them (BOSARIS LinearFusion, models.calibration), whose
-  weights are themselves cross-fitted: the fusion scoring fold k is trained on the held-out
-  scores of the other folds, so its figure is as honest as a single system's.
-
-What is tried on which data at what budget is models.auto.policy's (a seeded subset of
-speakers and vectors when the corpus is large, the LDA dimensions screened with the cheap
-systems, the candidates screened with the metrics at a fraction of their iterations and the
-best promoted to the full budget: successive halving); the held-out scores are kept only as
-long as the rating needs them (models.auto.store); the folds run in forked processes with
-``n_jobs`` (models.auto.folds; each fold is seeded, so the result does not depend on it).
-
-The kept candidate is not simply the best mean: ``selection="1se"`` (default) keeps the
-simplest candidate within one standard error (paired over folds) of the best
-(models.auto.selection), so with few or out-of-domain training speakers the choice falls back to
-what generalises, typically raw cosine; the log and ``describe()`` say why. The kept
-candidate is retrained on all training speakers; its fusion (or, for one system, affine
-calibration) weights are learned on the pooled held-out scores of all folds. ``score``
-returns those fused/calibrated scores. Every parameter is declared once, in
+The choice (models.auto.selection, one rule): the most in-domain source that can be trusted
+rates every candidate it can (labelled development trials, else pseudo-speaker trials, else
+the training folds); on an in-domain source a candidate must beat the do-no-harm baselines
+(the centred and the raw cosine) by more than their paired standard error; among the rest the
+simplest within one standard error of the best is kept (``selection="1se"``). The kept
+candidate is trained once on every training vector, and its fusion or calibration learned on
+the trials of the source that rated it (models.auto.final). ``score`` returns those
+calibrated scores. What one fit reads is built once (models.auto.inputs); every stage returns
+its values, which only this estimator stores. Every parameter is declared once, in
 models.auto.params (default, allowed values, help), which train-pauc-auto reads too.
 """
 
-import dataclasses
+from dataclasses import dataclass
 
 import numpy as np
 
-from pauc_backend.models.auto import selection
-from pauc_backend.models.auto import adapt as auto_adapt, params as auto_params
+from pauc_backend.models.auto import final, inputs as auto_inputs, params as auto_params, qmf
 from pauc_backend.models.auto.crossfit import CrossFit
+from pauc_backend.models.auto.evidence import TRAINING_FOLDS
 from pauc_backend.models.auto.folds import dim_label
-from pauc_backend.models.auto import final, pseudo_stage, qmf
-from pauc_backend.models.auto.params import DEFAULT_CANDIDATES
 from pauc_backend.models.auto.policy import make_plan
 from pauc_backend.models.auto.settings import Reporter, Settings
-from pauc_backend.models.auto.table import as_table
-from pauc_backend.models.systems import base_system, candidate_title, parse_candidate
+from pauc_backend.models.systems import candidate_title
 
 _D = auto_params.default
-BASELINES = ("cosine_raw", "cosine_centred")     # with in-domain evidence (models.auto.selection)
+_NORMALISED = ("lda_dims", "candidates", "dplda_lambdas", "max_trials", "max_utts_per_speaker",
+               "max_fusion_trials", "max_rating_fusion_trials", "max_speakers", "max_vectors",
+               "max_adapt_vectors", "max_dev_trials", "max_metric_vectors")
+
+
+@dataclass(frozen=True)
+class Fit:
+    """One fit in progress: its ``inputs`` (models.auto.inputs.FitInputs), the ``cross``-
+    fitting (models.auto.crossfit.CrossFit) and the ``reporter``."""
+    inputs: object
+    cross: object
+    reporter: object
+
+    @property
+    def trials(self):
+        """The held-out trials of each fold (what the fold jobs' outputs hold scores of)."""
+        return self.cross.trials
 
 
 class AutoBackend:
-    """Cross-fitted choice of back-end (see the module doc); scikit-learn style.
+    """Choice and training of a back-end on held-out evidence (see the module doc);
+    scikit-learn style. Parameters: models.auto.params (``help(...params)``, or
+    train-pauc-auto --help), each declared with its default and allowed values;
+    ``metric_params``: keyword arguments of PaucMetric.
 
-    Parameters: see models.auto.params (``help(pauc_backend.models.auto.params)``, or
-    train-pauc-auto --help), where each is declared with its default and allowed values.
-    ``metric_params``: keyword arguments of PaucMetric (defaults:
-    models.auto.params.METRIC_OPTIONS, PaucMetric's own but 500 iterations).
-
-    Learned: ``cv_results_`` (one dict per rated candidate and budget: "candidate",
-    "lda_dim", "budget", mean "pauc", "pauc_001", "eer", "min_dcf" and "folds", the held-out
-    figures of each fold k = 0..K-1), ``chosen_`` (its row), ``fold_of_vector_`` (the fold
-    of each training vector, -1 outside the cross-fitting subset), ``members_``,
-    ``lda_dim_``, ``fusion_``, ``pipeline_``, ``crossfit_`` (what was screened, promoted and
-    why, as text lines), ``dplda_lambda_`` (the discriminative PLDA's, None without it),
-    ``settings_`` (the frozen parameters of the fit, models.auto.settings), ``evidence_``
-    (what the choice read: a list of models.auto.evidence.Evidence, today the training
-    folds' rows of the candidates rated on every fold, those of cv_results_).
-    """
+    Learned: ``cv_results_`` (one dict per candidate rated on the training folds and
+    budget: "candidate", "lda_dim", "budget", mean "pauc", "pauc_001", "eer", "min_dcf" and
+    "folds", the held-out figures of each fold), ``set_results_`` ({in-domain source: its
+    rows, each with "candidate", "lda_dim", the figures on the whole list and "folds", the
+    bootstrap resamples}), ``candidates_`` ((candidate, lda_dim) of every candidate of the
+    choice), ``evidence_`` (the models.auto.evidence.Evidence of each source, rows aligned
+    with candidates_), ``choice_`` (models.auto.choice.Choice), ``chosen_`` (the kept
+    candidate's row: its training folds' one, else its rating source's), ``members_``,
+    ``lda_dim_``, ``pipeline_``, ``fusion_``, ``quality_``, ``quality_norm_median_``,
+    ``domain_``, ``fold_of_vector_``, ``dplda_lambda_``, ``crossfit_`` (what was screened and
+    promoted, lines), ``heldout_labels_``, ``settings_``, ``card_`` (the lines of
+    describe())."""
 
     def __init__(self, lda_dims=_D("lda_dims"), candidates=_D("candidates"),
                  num_folds=_D("num_folds"), enroll_utts=_D("enroll_utts"), alpha=_D("alpha"),
@@ -85,37 +88,10 @@ class AutoBackend:
                  max_vectors=_D("max_vectors"), screen_factor=_D("screen_factor"),
                  max_adapt_vectors=_D("max_adapt_vectors"), max_dev_trials=_D("max_dev_trials"),
                  dev_resamples=_D("dev_resamples"), quality_measures=_D("quality_measures"),
-                 max_metric_vectors=_D("max_metric_vectors")):
-        self.lda_dims = lda_dims
-        self.candidates = candidates
-        self.num_folds = num_folds
-        self.enroll_utts = enroll_utts
-        self.alpha = alpha
-        self.beta = beta
-        self.metric_params = metric_params
-        self.fusion_prior = fusion_prior
-        self.fusion_regularization = fusion_regularization
-        self.max_utts_per_speaker = max_utts_per_speaker
-        self.max_fusion_trials = max_fusion_trials
-        self.max_rating_fusion_trials = max_rating_fusion_trials
-        self.lda_selection = lda_selection
-        self.asnorm_top_n = asnorm_top_n
-        self.n_jobs = n_jobs
-        self.selection = selection
-        self.dplda_lambdas = dplda_lambdas
-        self.random_state = random_state
-        self.log = log
-        self.max_trials = max_trials
-        self.progress = progress
-        self.progress_interval = progress_interval
-        self.max_speakers = max_speakers
-        self.max_vectors = max_vectors
-        self.screen_factor = screen_factor
-        self.max_adapt_vectors = max_adapt_vectors
-        self.max_dev_trials = max_dev_trials
-        self.dev_resamples = dev_resamples
-        self.quality_measures = quality_measures
-        self.max_metric_vectors = max_metric_vectors
+                 max_metric_vectors=_D("max_metric_vectors"), warn=None):
+        values = dict(locals())
+        for name in self._param_names():
+            setattr(self, name, values[name])
 
     # -- scikit-learn conventions ---------------------------------------------------------------
     @classmethod
@@ -137,58 +113,35 @@ class AutoBackend:
         (models.auto.params); returns the normalised values."""
         values = self.get_params()
         auto_params.check(values)
-        for name in ("lda_dims", "candidates", "dplda_lambdas", "max_trials",
-                     "max_utts_per_speaker", "max_fusion_trials", "max_rating_fusion_trials",
-                     "max_speakers", "max_vectors", "max_adapt_vectors", "max_dev_trials",
-                     "max_metric_vectors"):
+        for name in _NORMALISED:
             setattr(self, name, auto_params.normalised(name, getattr(self, name)))
         return values
 
-    # -- helpers -----------------------------------------------------------------------------
     def _make_pipeline(self, lda_dim, systems, seed):
         """The BackendPipeline of a fold task or of the final model (Settings.pipeline of
-        this fit, or of the parameters before one; tests may override)."""
+        this fit; tests may override)."""
         settings = getattr(self, "settings_", None) or Settings.of(self.get_params())
         return settings.pipeline(lda_dim, systems, seed)
 
-    def _check(self, X, y, groups, adapted=False, in_domain=False):
-        """(the TrainingTable of the data, checked (models.auto.table), {candidate: its
-        members}); ValueError naming a bad parameter or piece of data."""
-        table = as_table(X, y, groups)
-        self.check_params()
-        names = list(self.candidates)
-        if adapted and tuple(names) == tuple(DEFAULT_CANDIDATES):
-            names = list(auto_adapt.adapted_candidates(names))
-        auto_adapt.check_candidates(names, adapted)
-        if in_domain:        # the do-no-harm baselines are always candidates (selection)
-            have = {parse_candidate(name) for name in names}
-            names += [b for b in BASELINES if (b,) not in have]
-        return table, {name: parse_candidate(name) for name in names}
-
     # -- fitting -----------------------------------------------------------------------------
-    def fit(self, X, y=None, groups=None, X_adapt=None, dev=None, durations=None):
-        """Cross-fit every candidate on raw training vectors X (n, D) with speaker labels y,
-        keep one by held-out pAUC[alpha, beta] (``selection``), retrain it on all speakers.
-        X may also be a models.auto.table.TrainingTable (y and groups then come from it:
-        train-pauc-auto's table, held in memory or spooled to disk).
-        ``X_adapt``: unlabelled raw vectors of the domain to be scored (models.auto.adapt:
-        the centring mean, the adapted PLDA and what the cross-fitting can see).
-        ``dev``: labelled development trials of that domain (models.auto.dev.DevTrials):
-        they rate the candidates, the do-no-harm baselines are always among them
-        (models.auto.selection), and the final fusion/calibration is learned on the final
-        model's scores of them. ``durations``: seconds of each training vector (utt2dur),
-        for the quality measures of the final calibration (models.auto.qmf).
+    def fit(self, X, y=None, groups=None, X_adapt=None, dev=None, durations=None,
+            adapt_durations=None):
+        """Choose and train the back-end on raw training vectors X (n, D) with speaker
+        labels y (or a models.auto.table.TrainingTable). ``X_adapt``: unlabelled raw vectors
+        of the domain to be scored (models.auto.adapt, .pseudo); ``dev``: labelled
+        development trials of that domain (models.auto.dev.DevTrials); ``durations`` /
+        ``adapt_durations``: seconds of each training / adaptation vector (utt2dur), for the
+        quality measures of the calibration (models.auto.qmf).
 
         The same in steps, for folds run as separate jobs (train-pauc-auto --fold-stage):
-        ``plan = prepare(X, y, groups)``; for each stage 1..3, ``cross_fit_stage(plan,
-        stage, folds)`` on each job's folds and ``add_fold_results(plan, stage, results)``
-        of all folds; then ``finish(plan)``. A stage depends on the previous one of every
-        fold (it is defined by its ratings)."""
-        plan = self.prepare(X, y, groups, X_adapt, dev, durations)
+        ``fit = prepare(...)``; for each stage 1..3, ``cross_fit_stage(fit, stage, folds)``
+        on each job's folds and ``add_fold_results(fit, stage, results)`` of all folds; then
+        ``finish(fit)``."""
+        state = self.prepare(X, y, groups, X_adapt, dev, durations, adapt_durations)
         try:
             for stage in (1, 2, 3):
-                self.add_fold_results(plan, stage, self.cross_fit_stage(plan, stage))
-            return self.finish(plan)
+                self.add_fold_results(state, stage, self.cross_fit_stage(state, stage))
+            return self.finish(state)
         finally:
             self._close()
 
@@ -197,254 +150,89 @@ class AutoBackend:
         if getattr(self, "_reporter", None) is not None:
             self._reporter.close()
 
-    def prepare(self, X, y=None, groups=None, X_adapt=None, dev=None, durations=None):
-        """Check the data and the parameters, choose the cross-fitting subset, deal the
-        speaker folds, build every fold's held-out trials (models.auto.policy); returns the
-        plan. Resets the store of held-out scores. X, dev, durations: as ``fit``
-        (durations: of the table's rows; default: a TrainingTable's own)."""
-        # evidence from the user's domain (development trials; the pseudo-speakers of issue
-        # 34 item 1 will be the other): the do-no-harm baselines become candidates
-        in_domain = dev is not None
-        table, members = self._check(X, y, groups, X_adapt is not None, in_domain)
-        if X_adapt is not None:
-            X_adapt = auto_adapt.check_adapt(X_adapt, table.shape[1])
-        if durations is None:
-            durations = table.durations
-        if durations is not None:
-            durations = np.asarray(durations, dtype=np.float64).reshape(-1)
-            if durations.size != table.shape[0] or not np.all(np.isfinite(durations)
-                                                               & (durations > 0)):
-                raise ValueError("durations need one positive finite value per training "
-                                 "vector")
-        settings = Settings.of(self.get_params())
-        if dev is not None:
-            dev = dataclasses.replace(dev).check(table.shape[1]).capped(
-                settings.max_dev_trials, settings.random_state)
-        if in_domain and 0 not in settings.lda_dims:   # the centred cosine baseline: LDA none
-            settings = dataclasses.replace(settings, lda_dims=(0,) + settings.lda_dims)
-        qmf.measure_sets(settings.quality_measures,
-                         (dev.durations if dev is not None else durations) is not None)
-        self.settings_ = settings
+    def prepare(self, X, y=None, groups=None, X_adapt=None, dev=None, durations=None,
+                adapt_durations=None):
+        """Check the data and the parameters and build what the fit reads
+        (models.auto.inputs), deal the speaker folds and their held-out trials
+        (models.auto.policy); returns the Fit."""
+        self.check_params()
         self._close()
-        reporter = self._reporter = Reporter(self.log, self.progress, self.progress_interval)
-        self.n_features_in_ = table.shape[1]
-        found = None
-        if X_adapt is not None:       # pseudo-speakers (models.auto.pseudo): in-domain evidence
-            if dev is None:           # (reads the table's rows it samples, held or spooled)
-                found = pseudo_stage.prepare_clustering(settings, reporter, table.X, table.y,
-                                                        X_adapt)
-            else:
-                reporter.log("Pseudo-speakers: not built (the development trials rate)")
-        if found is not None and found.ok and not in_domain:
-            have = set(members.values())
-            members.update({b: (b,) for b in BASELINES if (b,) not in have})
-            if 0 not in settings.lda_dims:
-                settings = dataclasses.replace(settings, lda_dims=(0,) + settings.lda_dims)
-            self.settings_ = settings
-            reporter.log("Raw cosine and the centred cosine at LDA none are candidates (do "
-                         "no harm: models/auto/selection.py)")
-        X, y, groups, rows, subset = table.crossfit(settings.max_speakers, settings.max_vectors,
-                                                    settings.random_state)
-        plan = make_plan(settings, reporter, X, y, groups, members, (rows, subset),
-                         table.num_speakers)
-        plan.table, plan.adapt = table, X_adapt
-        plan.pseudo = found
-        plan.dev = dev
-        # the held-out trials' sides are rows of the cross-fitting's X: their durations too
-        plan.durations = None if durations is None else table.of_crossfit(durations, X)
-        if X_adapt is not None:        # each held-out fold moved into the adaptation domain
-            rows, _ = auto_adapt.adapt_rows(X_adapt.shape[0], settings.max_adapt_vectors,
-                                            settings.random_state)
-            if rows.size >= 2 * X.shape[1]:
-                plan.fold_maps = [auto_adapt.coral_map(X, plan.adapt_rows(k), X_adapt, rows)
-                                  for k in settings.every_fold]
-            else:
-                reporter.log("The adaptation set has %d vectors, fewer than twice their "
-                             "dimension (%d): too few for its covariance, so the held-out "
-                             "folds are not moved into its domain (only its mean and the "
-                             "adapted PLDA are used)" % (rows.size, X.shape[1]))
-        plan = CrossFit(settings, reporter, plan, self._make_pipeline)
+        reporter = self._reporter = Reporter(self.log, self.progress, self.progress_interval,
+                                             self.warn)
+        inputs = auto_inputs.build(Settings.of(self.get_params()), reporter, X, y, groups,
+                                   X_adapt, dev, durations, adapt_durations)
+        for line in inputs.notes:
+            reporter.log(line)
+        self.settings_ = settings = inputs.settings
+        self.n_features_in_ = inputs.table.shape[1]
+        Xc, yc, gc, rows, subset = inputs.crossfit_data()
+        plan = make_plan(settings, reporter, Xc, yc, gc, inputs.members, (rows, subset),
+                         inputs.table.num_speakers, inputs.adapt, inputs.trial_sets)
+        cross = CrossFit(settings, reporter, plan, self._make_pipeline)
         self.num_speakers_ = plan.num_speakers
-        self.fold_of_vector_ = table.fold_of_vector(plan.fold_of_vector, X)
-        self._take_decisions(plan)
+        self.fold_of_vector_ = inputs.table.fold_of_vector(plan.fold_of_vector, Xc)
         reporter.log("Cross-fitting: %d speakers in %d folds (%s), held-out trials per fold: "
-                     "%s" % (int(np.unique(y[plan.fold_of_vector >= 0]).size),
-                             settings.num_folds, plan.subset, ", ".join(
-                                 "%d (%d target%s)" % (t.is_target.size, t.num_target,
-                                                       ", sampled" if t.sampled else "")
-                                 for t in plan.trials)))
-        if dev is not None:
-            reporter.log("Development trials rate the candidates: %s; raw cosine and the "
-                         "centred cosine at LDA none are always candidates (do no harm: "
-                         "models/auto/selection.py)%s" % (
-                             dev.describe(), "" if 0 in self.lda_dims else
-                             "; LDA none added to the dimensions for the centred cosine"))
-        return plan
+                     "%s%s" % (int(np.unique(yc[plan.fold_of_vector >= 0]).size),
+                               settings.num_folds, subset, ", ".join(
+                                   "%d (%d target%s)" % (t.is_target.size, t.num_target,
+                                                         ", sampled" if t.sampled else "")
+                                   for t in plan.trials), "".join(
+                                   "; the %s: %s" % (name, trials.describe())
+                                   for name, trials in inputs.trial_sets.items())))
+        return Fit(inputs, cross, reporter)
 
-    def _take_decisions(self, plan):
-        """What the cross-fitting ``plan`` decided so far, stored: ``dplda_lambda_``,
-        ``crossfit_``."""
-        self.dplda_lambda_ = plan.dplda_lambda
-        self.crossfit_ = list(plan.lines)
-
-    def stage_work(self, plan, stage):
+    def stage_work(self, state, stage):
         """The Stage (models.auto.policy) cross-fitted in ``stage`` (1, 2 or 3) on every
         fold; stages 2 and 3 need every fold of the previous stage (models.auto.crossfit)."""
-        return plan.stage_work(stage)
+        return state.cross.stage_work(stage)
 
-    def cross_fit_stage(self, plan, stage, folds=None):
+    def cross_fit_stage(self, state, stage, folds=None):
         """Held-out results of ``stage`` on ``folds`` (0-based; None: all), in n_jobs
         processes if > 1: an iterator of ((dim, fold), figures, kept scores, errors,
-        development scores), dims outer, folds inner. Nothing is stored (add_fold_results
+        in-domain scores), dims outer, folds inner. Nothing is stored (add_fold_results
         does)."""
-        return plan.run(stage, folds)
+        return state.cross.run(stage, folds)
 
-    def add_fold_results(self, plan, stage, results):
+    def add_fold_results(self, state, stage, results):
         """Add what cross_fit_stage returned (of one job, or of all): each LDA dimension is
         rated as soon as every fold of it is in, and what the rating no longer needs is
         released."""
-        plan.add(stage, results)
-        self._take_decisions(plan)
+        state.cross.add(stage, results)
 
-    # -- the choice and the final model -------------------------------------------------------
-    def finish(self, plan):
-        """Choose among the candidates rated at the full budget (models.auto.selection, on every
-        source of evidence), release the stores, retrain the chosen one on all speakers,
-        learn its fusion/calibration (with quality measures, models.auto.qmf) on the pooled
-        held-out scores or, with development trials, on the final model's scores of them;
-        returns self."""
+    def finish(self, state):
+        """Choose among every candidate on every source (models.auto.choice), train the
+        kept one once and calibrate it (models.auto.final); returns self."""
+        cross = state.cross
         for stage in (1, 2, 3):
-            plan.stage_work(stage)
-            plan.need_folds(stage)
-        X, y = plan.table.X, plan.table.y       # every training vector (held or spooled)
-        settings, reporter = plan.settings, plan.reporter
-        self.n_features_in_ = X.shape[1]
-        self._take_decisions(plan)
-        self.cv_results_ = plan.rows_at()
-        full = [r for r in self.cv_results_ if r["budget"] == "full"]
-        if not full:
-            raise ValueError("no candidate could be rated")
-        self.evidence_ = self._evidence(plan, full)
-        self._choose(self.evidence_, plan)
-        name, dim = self.chosen_["candidate"], self.chosen_["lda_dim"]
-        self.members_ = plan.members[name]
-        self.lda_dim_ = dim
-
-        calibration = None
-        if plan.dev is None:      # the calibration data: every fold's held-out scores
-            reporter.note(where="fusion weights of %s" % name)
-            score_dim = self.chosen_["score_dim"]
-            if not plan.store.has_columns(score_dim, self.members_):
-                plan.recompute(score_dim, self.members_)
-            calibration = final.heldout_data(plan, self.members_, score_dim)
-        self.heldout_labels_ = list(plan.store.labels)
-        plan.store.clear()
-        if plan.dev_scores is not None:
-            plan.dev_scores.clear()
-        plan.release_data()
-        if not plan.table.in_memory:    # a spooled table's subset: re-read from the spool by
-            plan.table.subset_X = None  # the in-domain stage if it runs, not held meanwhile
-        self.pipeline_ = self._make_pipeline(dim, self.members_, settings.random_state)
-        if self.dplda_lambda_ is not None:          # only the cross-fitted lambda
-            self.pipeline_.dplda_lambdas = (self.dplda_lambda_,)
-            self.pipeline_.dplda_lambda = self.dplda_lambda_
-        reporter.begin()
-        self.pipeline_.progress = reporter.pipeline_progress(
-            "final %s (LDA %s) on all %d speakers" % (name, dim_label(dim), self.num_speakers_))
-        A = plan.adapt
-        rows = subset = None
-        if A is not None:
-            rows, subset = auto_adapt.adapt_rows(A.shape[0], settings.max_adapt_vectors,
-                                                 settings.random_state)
+            cross.stage_work(stage)
+            cross.need_folds(stage)
+        self.cv_results_ = cross.rows_at()
+        self.dplda_lambda_ = cross.dplda_lambda
+        self.crossfit_ = list(cross.lines)
+        self.heldout_labels_ = list(cross.store.labels)
         try:
-            self.pipeline_.fit(X, y, n_jobs=settings.n_jobs, adapt=A, adapt_rows=rows)
+            model = final.fit(state.inputs, cross, self._make_pipeline, state.reporter)
         finally:
-            self.pipeline_.progress = None
             self._close()
-        used, total = getattr(self.pipeline_, "metric_rows_", (0, 0))
-        self.sample_lines_ = []
-        if used < total:
-            self.sample_lines_ = ["final_metric_vectors %d of %d" % (used, total)]
-            reporter.log("The final pAUCMetrics trained on %d of the %d training vectors (the "
-                         "same seeded cap on each speaker's count; max_metric_vectors)"
-                         % (used, total))
-        self.domain_, train_domain = auto_adapt.domain_of(X, y, A, rows)
-        self.adapt_lines_ = []
-        if A is not None:
-            self.adapt_lines_ = auto_adapt.adaptation_report(train_domain, self.domain_,
-                                                             self.pipeline_, A, rows, subset)
-            reporter.log("Adaptation set (%s): centring mean from it%s; its domain shift "
-                         "(models.domain): %s" % (
-                             subset, ", PLDA adapted to it" if self.pipeline_.plda_adapt_
-                             is not None else "", ", ".join(
-                                 line.replace(" ", " = ") for line in self.adapt_lines_[1:])))
-        if plan.dev is not None:
-            calibration = final.dev_data(plan, self.pipeline_)
-        fitted = final.calibrate(plan, calibration)
-        self.fusion_ = fitted["fusion"]
-        self.quality_ = fitted["quality"]
-        self.quality_norm_median_ = fitted["norm_median"]
-        self.quality_lines_ = fitted["lines"]
-        self.calibration_data_ = calibration["what"]
-        self.final_dev_ = fitted["final_dev"]
-        self.pseudo_lines_, self.pseudo_title_ = [], None
-        found = getattr(plan, "pseudo", None)
-        if found is not None:
-            if found.ok and plan.dev is None:
-                try:
-                    pseudo_stage.run(self, plan, found)
-                except (ValueError, np.linalg.LinAlgError) as err:
-                    plan.reporter.log("In-domain stage failed (%s): the training folds' "
-                                      "choice is kept" % err)
-                    self.pseudo_lines_ = found.lines() + ["in_domain_choice failed"]
-            else:
-                self.pseudo_lines_ = found.lines()
+        choice = model.choice
+        self.choice_ = choice
+        self.candidates_ = list(choice.labels)
+        self.evidence_ = list(choice.evidence)
+        self.set_results_ = {e.source: [dict(r, candidate=c, lda_dim=d) for (c, d), r in
+                                        zip(choice.labels, e.rows) if r is not None]
+                             for e in choice.evidence if e.estimate == "bootstrap"}
+        self.chosen_ = dict(choice.row(TRAINING_FOLDS) or choice.row(choice.source),
+                            candidate=choice.name, lda_dim=choice.lda_dim)
+        self.pipeline_ = model.pipeline
+        self.members_ = tuple(model.pipeline.systems)
+        self.lda_dim_ = model.lda_dim
+        self.fusion_ = model.fusion
+        self.quality_ = model.quality
+        self.quality_norm_median_ = model.norm_median
+        self.domain_ = model.domain
+        self.card_ = final.card(model, self.settings_, state.inputs, cross.lines)
+        state.reporter.log("Final back-end: %s" % self.card_[1].split(" ", 1)[1])
         return self
-
-    def _evidence(self, plan, full):
-        """The sources the choice reads (models.auto.evidence) for the candidates ``full``:
-        the training folds, and the development trials when given (the candidates they
-        could not rate are left out of the choice, logged)."""
-        if plan.dev_scores is None:
-            return [plan.evidence(full)]
-        dev = [plan.dev_rows.get((r["candidate"], r["lda_dim"], "full")) for r in full]
-        keep = [i for i, d in enumerate(dev) if d is not None]
-        if not keep:
-            raise ValueError("no candidate could be rated on the development trials")
-        for i in sorted(set(range(len(full))) - set(keep)):
-            plan.reporter.log("%s (LDA %s) has no development figures: not a candidate of "
-                              "the choice" % (full[i]["candidate"],
-                                              dim_label(full[i]["lda_dim"])))
-        self.dev_results_ = [{k: v for k, v in d.items() if k != "folds"}
-                             for d in plan.dev_rows.values() if d is not None]
-        return [plan.evidence([full[i] for i in keep]),
-                plan.dev_evidence([dev[i] for i in keep])]
-
-    def _choose(self, evidence, plan):
-        """chosen_ by the selection rule from the ``evidence`` (a list of Evidence: the
-        training folds' full-budget rows, and the development trials' when given), with the
-        reasons logged."""
-        settings = plan.settings
-        rows = list(evidence[0].rows)
-        chosen, verdict = selection.choose(evidence, plan.complexity(rows), settings.selection)
-        self.chosen_ = dict(rows[chosen])
-        self.verdict_ = verdict
-
-        def label(i):
-            return "%s (LDA %s)" % (rows[i]["candidate"], dim_label(rows[i]["lda_dim"]))
-
-        lines, self.reason_lines_ = selection.explain(evidence, chosen, verdict, label)
-        plan.reporter.log("Chose %s with LDA %s: held-out pAUC[%g,%g] %.4f, EER %.2f%%, "
-                          "minDCF(0.01) %.4f%s" % (
-                              self.chosen_["candidate"], dim_label(self.chosen_["lda_dim"]),
-                              settings.alpha, settings.beta, self.chosen_["pauc"],
-                              100 * self.chosen_["eer"], self.chosen_["min_dcf"], "".join(
-                                  "; %s pAUC %.4f, EER %.2f%%, minDCF(0.01) %.4f" % (
-                                      e.source, e.rows[chosen]["pauc"],
-                                      100 * e.rows[chosen]["eer"], e.rows[chosen]["min_dcf"])
-                                  for e in evidence[1:] if "eer" in e.rows[chosen])))
-        for line in lines:
-            plan.reporter.log(line)
 
     @classmethod
     def from_parts(cls, pipeline, fusion, n_features_in, norm_median=None):
@@ -470,6 +258,10 @@ class AutoBackend:
             raise ValueError("the fusion uses the norm measure but no positive median norm "
                              "is given")
         model.quality_norm_median_ = norm_median if "norm" in model.quality_ else None
+        model.card_ = (["system %s" % "+".join(model.members_),
+                        "system_title %s" % candidate_title(model.members_),
+                        "lda_dim %s" % dim_label(model.lda_dim_)]
+                       + final.fusion_lines(fusion, model.quality_, model.quality_norm_median_))
         return model
 
     # -- scoring -------------------------------------------------------------------------------
@@ -485,7 +277,7 @@ class AutoBackend:
             raise ValueError("vectors have dimension %s but the back-end was trained on %d"
                              % (X.shape[1:] or "?", self.n_features_in_))
         out = self.pipeline_.features(X, num_utts)
-        if "norm" in getattr(self, "quality_", ()):
+        if "norm" in self.quality_:
             out[qmf.NORM_KEY] = qmf.side_norms(X)
         return out
 
@@ -497,7 +289,7 @@ class AutoBackend:
         the seconds of each enrollment/test row (an enrollment model's: the sum of its
         utterances')."""
         raw = self.pipeline_.score(enroll_feats, test_feats, enroll_rows, test_rows, num_utts)
-        names = getattr(self, "quality_", ())
+        names = self.quality_
         if not names:
             return self.fusion_.transform(raw)
         durations = norms = None
@@ -522,41 +314,7 @@ class AutoBackend:
                                    test_duration)
 
     def describe(self):
-        """A short text description of the chosen system, its cross-fitted figures, why it
-        was kept (models.auto.selection), its calibration's quality measures (models.auto.qmf)
-        and what the cross-fitting screened and promoted."""
-        lines = ["system %s" % "+".join(self.members_),
-                 "system_title %s" % (getattr(self, "pseudo_title_", None)
-                                      or candidate_title(self.members_)),
-                 "lda_dim %s" % dim_label(self.lda_dim_),
-                 "fusion_weights %s" % " ".join("%.6g" % w for w in self.fusion_.weights_),
-                 "fusion_offset %.6g" % self.fusion_.offset_]
-        names = getattr(self, "quality_", ())
-        lines.append("quality_measures %s" % (",".join(names) or "none"))
-        if names:
-            lines.append("quality_weights %s" % " ".join(
-                "%.6g" % w for w in self.fusion_.quality_weights_))
-        if "norm" in names:
-            lines.append("quality_norm_median %.9g" % self.quality_norm_median_)
-        lines += ["alpha %g" % self.alpha, "beta %g" % self.beta,
-                  "num_folds %d" % self.num_folds, "enroll_utts %d" % self.enroll_utts,
-                  "seed %d" % self.random_state,
-                  "asnorm_top_n %d" % self.pipeline_.asnorm_top_n]
-        if "dplda" in {base_system(m) for m in self.members_}:
-            lines.append("dplda_lambda %g" % self.pipeline_.dplda_model().regularization)
-        for key in ("pauc", "pauc_001", "eer", "min_dcf"):   # none: not on training folds
-            value = self.chosen_[key]
-            lines.append("heldout_%s %s" % (key, "%.6g" % value if np.isfinite(value)
-                                             else "none"))
-        lines += getattr(self, "sample_lines_", [])
-        lines += getattr(self, "reason_lines_", [])
-        if getattr(self, "final_dev_", None) is not None:
-            lines += ["final_dev_%s %.6g" % (k, self.final_dev_[k])
-                      for k in ("pauc", "pauc_001", "eer", "min_dcf")]
-        lines += ["calibration_data %s" % self.calibration_data_.replace(" ", "_")]\
-            if getattr(self, "calibration_data_", None) else []
-        lines += ["quality_choice %s" % line for line in getattr(self, "quality_lines_", [])]
-        lines += getattr(self, "adapt_lines_", [])
-        lines += getattr(self, "pseudo_lines_", [])
-        lines += getattr(self, "crossfit_", [])
-        return "\n".join(lines) + "\n"
+        """system.txt: the chosen system and its calibration first, then why it was kept
+        (every source's figures), what the calibration and the adaptation set changed, and
+        what the cross-fitting screened and promoted ("key value" lines)."""
+        return "\n".join(self.card_) + "\n"

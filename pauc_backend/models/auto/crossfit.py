@@ -1,27 +1,34 @@
 """The state of one cross-fitting of pAUCMetric (auto): its plan (models.auto.policy), the
-stages as they are decided, the store of held-out scores (models.auto.store) and the rated
-rows. It runs a stage's fold tasks (models.auto.folds), adds their results, rates each LDA
-dimension as soon as every fold of it is in, decides the next stage (the promoted dimension,
-the promoted candidates) and says why, in the log and in lines for system.txt.
+stages as they are decided, the store of held-out scores (models.auto.store), the scores of
+the in-domain trial sets (models.auto.trialsets) and the rated rows. It runs a stage's fold
+tasks (models.auto.folds), adds their results, rates each LDA dimension as soon as every fold
+of it is in, decides the next stage (the promoted dimension, the promoted candidates) and
+says why, in the log and in lines for system.txt.
+
+What ranks the screenings (``ranking``): the most in-domain source that can be trusted
+(development trials, pseudo-speaker trials, else the training folds; models.auto.evidence,
+models.auto.selection), decided once, with one WARNING for a source that is not trusted.
 
 It reads a frozen Settings and reports through a Reporter (models.auto.settings), never the
 estimator; what it decides is its own state, which the estimator reads: ``rows_at()`` (the
-rated rows, cv_results_), ``evidence()`` (those rated on every fold as the selection reads
-them, models.auto.evidence), ``dplda_lambda`` (the discriminative PLDA's lambda, None without
-it), ``lines`` (what was screened and promoted and why, for system.txt: crossfit_)."""
+rated rows, cv_results_), ``evidence()`` / ``set_evidence()`` (the rows as the selection
+reads them), ``dplda_lambda`` (the discriminative PLDA's lambda, None without it), ``lines``
+(what was screened and promoted and why, for system.txt)."""
 
 import numpy as np
 
 from pauc_backend.models.auto import selection
 from pauc_backend.models.lda import LDA
-from pauc_backend.models.auto.devscores import DevScores
-from pauc_backend.models.auto.evidence import dev_trials, training_folds
+from pauc_backend.models.auto.evidence import (IN_DOMAIN, TRAINING_FOLDS, Evidence,
+                                               PREFIX)
+from pauc_backend.models.auto.trialsets import TrialSetScores
 from pauc_backend.models.auto.folds import (choose_dplda_lambda, dim_label, fold_task,
                                             run_fold_tasks, task_systems)
 from pauc_backend.models.auto.policy import (SCREEN_CANDIDATES, SCREEN_DIMS, Stage,
                                              promoted_stage, second_stage)
 from pauc_backend.models.auto.store import HeldOutStore
-from pauc_backend.models.systems import base_system, dim_free, parse_candidate
+from pauc_backend.models.systems import (base_system, dim_free, parse_candidate,
+                                         trained_parameters)
 
 __all__ = ["CrossFit"]
 
@@ -38,17 +45,19 @@ class CrossFit:
         self.make_pipeline = make_pipeline or settings.pipeline
         self.plan = plan
         self.__dict__.update(vars(plan))
+        self.dim = plan.X.shape[1]
         self.store = HeldOutStore([t.is_target for t in plan.trials], settings.alpha,
                                   settings.beta)
         self.rows = {}               # (candidate, lda_dim, budget) -> row of cv_results_
         self.screen_rows = []        # the cheap systems at each dimension, candidates or not
-        # labelled development trials (models.auto.dev): their fold sums and rated rows, keyed
-        # as ``rows`` and ``screen_rows``
-        self.dev_scores = (None if getattr(plan, "dev", None) is None else
-                           DevScores(plan.dev, settings.alpha, settings.beta,
-                                     settings.dev_resamples, settings.random_state))
-        self.dev_rows = {}
-        self.screen_dev_rows = []
+        # the in-domain trial sets (models.auto.trialsets): their fold sums and rated rows,
+        # keyed as ``rows`` and aligned with ``screen_rows``
+        self.sets = {name: TrialSetScores(name, trials, settings.alpha, settings.beta,
+                                          settings.dev_resamples, settings.random_state)
+                     for name, trials in plan.trial_sets.items()}
+        self.set_rows = {name: {} for name in self.sets}
+        self.screen_set_rows = {name: [] for name in self.sets}
+        self._ranking = None
         self.dplda_lambda = None     # the discriminative PLDA's, once chosen
         self.lines = ["crossfit_data %s" % plan.subset]      # for system.txt (crossfit_)
 
@@ -140,8 +149,8 @@ class CrossFit:
         for item in results:
             (dim, k), figures, columns, errors = item[:4]
             self.store.add(dim, k, figures, columns)
-            if self.dev_scores is not None:
-                self.dev_scores.add(dim, k, item[4] if len(item) > 4 else {})
+            for name, cols in (item[4] if len(item) > 4 else {}).items():
+                self.sets[name].add(dim, k, cols)
             self.done.setdefault(stage, set()).add(k)
             seen.setdefault(dim, set()).add(k)
             for what, err in errors:
@@ -166,24 +175,24 @@ class CrossFit:
                                        work.lambdas is None)
             if best is not None:
                 self.dplda_lambda = best
-                if self.dev_scores is not None:     # the same lambda's development scores
-                    names = [n for n in self.dev_scores.names_at(dim) if "@" in n]
+                for scores in self.sets.values():   # the same lambda's in-domain scores
+                    names = [n for n in scores.names_at(dim) if "@" in n]
                     for name in names:
                         if float(name.split("@")[1]) == best:
-                            self.dev_scores.alias(dim, name, name.split("@")[0])
-                    self.dev_scores.drop(dim, names)
+                            scores.alias(dim, name, name.split("@")[0])
+                    scores.drop(dim, names)
         self._rate(dim, work)
         if work.name == SCREEN_DIMS:
             for name in work.systems:     # the screened systems, candidates or not
                 if not dim_free((name,)) and self.store.has_figures(dim, name):
                     self.screen_rows.append(_row(name, dim, dim, "full",
                                                  self.store.fold_figures(dim, name)))
-                    if self.dev_scores is not None:
-                        self.screen_dev_rows.append(self._dev_row(name, (name,), dim, dim,
-                                                                  "full"))
+                    for which in self.sets:
+                        self.screen_set_rows[which].append(
+                            self.set_row(which, name, (name,), dim, dim, "full"))
             self.store.release(dim, keep=work.keep)
-            if self.dev_scores is not None:
-                self.dev_scores.release(dim, keep=work.keep)
+            for scores in self.sets.values():
+                scores.release(dim, keep=work.keep)
 
     # -- rating ------------------------------------------------------------------------------
     def _rate(self, dim, work):
@@ -224,34 +233,36 @@ class CrossFit:
                                        row["pauc"], 100 * row["eer"], row["min_dcf"], extra,
                                        "" if key[2] == "full" else "  (screening: folds %s)"
                                        % ",".join(str(k + 1) for k in folds)))
-            if self.dev_scores is not None:
-                dev = self.dev_rows[key] = self._dev_row(name, self.members[name], key[1], dim,
-                                                         key[2])
-                if dev is None:
-                    reporter.log("Development %-33s LDA %4s: fusion cannot be trained on "
-                                 "them (too few enrolled speakers, or separable scores): "
-                                 "not rated there" % (name, dim_label(key[1])))
+            for which in self.sets:
+                got = self.set_rows[which][key] = self.set_row(
+                    which, name, self.members[name], key[1], dim, key[2])
+                if got is None:
+                    reporter.log("%s %-24s LDA %4s: fusion cannot be trained on them (too "
+                                 "few enrolled speakers, or separable scores): not rated "
+                                 "there" % (which.capitalize(), name, dim_label(key[1])))
                 else:
-                    reporter.log("Development %-33s LDA %4s: pAUC[%g,%g] %.4f  EER %.2f%%  "
+                    reporter.log("%s %-24s LDA %4s: pAUC[%g,%g] %.4f  EER %.2f%%  "
                                  "minDCF(0.01) %.4f  (models of %d fold%s averaged)" % (
-                                     name, dim_label(key[1]), s.alpha, s.beta, dev["pauc"],
-                                     100 * dev["eer"], dev["min_dcf"], dev["model_folds"],
-                                     "" if dev["model_folds"] == 1 else "s"))
+                                     which.capitalize(), name, dim_label(key[1]), s.alpha,
+                                     s.beta, got["pauc"], 100 * got["eer"], got["min_dcf"],
+                                     got["model_folds"],
+                                     "" if got["model_folds"] == 1 else "s"))
 
-    def _dev_row(self, name, members, lda_dim, score_dim, budget):
-        """The development row of a candidate (models.auto.devscores): its figures on the
-        whole development list, per bootstrap resample under "folds"; None when it cannot
-        be rated there."""
+    def set_row(self, which, name, members, lda_dim, score_dim, budget):
+        """The row of a candidate on the in-domain trial set ``which``
+        (models.auto.trialsets): its figures on the whole list, per bootstrap resample under
+        "folds"; None when it cannot be rated there."""
         s = self.settings
         limit = s.rating_fusion_limit
-        rated = self.dev_scores.rate(score_dim, members,
-                                     s.fusion(0 if limit == float("inf") else int(limit)))
+        scores = self.sets[which]
+        rated = scores.rate(score_dim, members,
+                            s.fusion(0 if limit == float("inf") else int(limit)))
         if rated is None:
             return None
         point, resampled = rated
         row = {"candidate": name, "lda_dim": lda_dim, "score_dim": score_dim,
                "budget": budget, "folds": resampled,
-               "model_folds": self.dev_scores.num_folds(score_dim, members)}
+               "model_folds": scores.num_folds(score_dim, members)}
         row.update(point)
         return row
 
@@ -267,30 +278,54 @@ class CrossFit:
                                            order[r["candidate"]], r["budget"] == "full"))
 
     # -- promotions --------------------------------------------------------------------------
+    def ranking(self):
+        """The source that ranks the screenings (module doc), decided on first use (raw
+        cosine and the centred cosine are rated in the first stage)."""
+        if self._ranking is None:
+            self._ranking = TRAINING_FOLDS
+            for name in IN_DOMAIN:
+                if name not in self.sets:
+                    continue
+                rows = [self.set_rows[name].get(("cosine_raw", 0, "full"))]
+                rows += [r for r, screened in zip(self.screen_set_rows[name],
+                                                  self.screen_rows)
+                         if screened["candidate"] == "cosine_centred"
+                         and not screened["lda_dim"]][:1]
+                ok, why = Evidence(name, rows).trust(range(len(rows)))
+                if ok:
+                    self._ranking = name
+                    break
+                self.reporter.warn("%s; they rate no candidate" % why)
+            self.reporter.log("The %s rank the candidates of the screenings" % self._ranking)
+        return self._ranking
+
     def _screened_dim(self):
         """The LDA dimension where the other systems are cross-fitted: that of the cheap
-        system kept by the selection rule among the cheap systems' ratings (with "1se", the
-        simplest dimension within one standard error of the best; models.auto.selection), and
-        the line for system.txt that says why."""
+        system kept by the selection rule among the cheap systems' ratings on the ranking
+        source (with "1se", the simplest dimension within one standard error of the best;
+        models.auto.selection), and the line for system.txt that says why."""
         rated = self.screen_rows
         if not rated:
             raise ValueError("PLDA and cosine could not be trained at any LDA dimension")
-        sources = [self.evidence(rated)]
-        if self.dev_scores is not None:    # the development trials rate the dimensions
-            keep = [i for i, d in enumerate(self.screen_dev_rows) if d is not None]
+        source = self.ranking()
+        if source == TRAINING_FOLDS:
+            evidence = self.evidence(rated)
+        else:
+            keep = [i for i, d in enumerate(self.screen_set_rows[source]) if d is not None]
             rated = [rated[i] for i in keep]
-            sources = [sources[0].subset(keep),
-                       self.dev_evidence([self.screen_dev_rows[i] for i in keep])]
-        kept, verdict = selection.choose(sources, self.complexity(rated),
-                                         self.settings.selection, baselines=())
+            evidence = self.set_evidence(source, [self.screen_set_rows[source][i]
+                                                  for i in keep])
+        labels = [(r["candidate"], r["lda_dim"]) for r in rated]
+        kept, verdict = selection.choose(labels, [evidence], self.complexity(rated),
+                                         self.settings.selection, check_trust=False)
         best, row = rated[verdict["best"]], rated[kept]
-        where = "held-out" if len(sources) == 1 else "development"
+        where = PREFIX[source]
         figure = verdict["means"]
         if kept == verdict["best"]:
             why = ("%s has the best %s pAUC of the cheap systems (%.4f)"
                    % (row["candidate"], where, figure[kept]))
         else:
-            diff, se = sources[-1].paired(verdict["best"], kept)
+            diff, se = evidence.paired(verdict["best"], kept)
             why = ("%s (%.4f) is the simplest of the cheap systems within one standard error "
                    "of the best %s pAUC, %s at LDA %s (%.4f, %.4f +- %.4f better)"
                    % (row["candidate"], figure[kept], where, best["candidate"],
@@ -303,21 +338,33 @@ class CrossFit:
 
     def evidence(self, rows=None):
         """The Evidence of the training folds (models.auto.evidence) of ``rows`` (None: the
-        candidates rated on every fold so far)."""
+        candidates rated on every fold so far; None rows: not rated)."""
         if rows is None:
             rows = [r for r in self.rows_at() if r["budget"] == "full"]
-        return training_folds(rows, self.settings.num_folds, self.subset,
-                              self.settings.enroll_utts)
+        s = self.settings
+        design = ("single vectors against single vectors" if not s.enroll_utts else
+                  "speakers enrolled by the mean of %d vectors against single vectors"
+                  % int(s.enroll_utts))
+        return Evidence(TRAINING_FOLDS, rows, "%d speaker-disjoint folds of the training "
+                        "speakers (%s); each fold's trials (%s) scored by the back-end "
+                        "retrained on the other folds" % (s.num_folds, self.subset,
+                                                          design)).check()
 
-    def dev_evidence(self, dev_rows):
-        """The Evidence of the development trials (models.auto.evidence) of ``dev_rows``."""
-        return dev_trials(dev_rows, "%s; each candidate's scores averaged over its folds' "
-                          "models, %d paired cluster-bootstrap resamples of the speakers"
-                          % (self.dev_scores.dev.describe(), len(self.dev_scores.draws)))
+    def set_evidence(self, which, rows):
+        """The Evidence of the in-domain trial set ``which`` of ``rows`` (None: not
+        rated)."""
+        scores = self.sets[which]
+        return Evidence(which, rows, "%s; a cross-fitted candidate's scores averaged over "
+                        "its folds' models, %d paired cluster-bootstrap resamples of the "
+                        "speakers" % (scores.trials.describe(), len(scores.draws)),
+                        "bootstrap").check()
 
     def complexity(self, rows):
-        """The trained parameters of each row's candidate (models.auto.selection.complexity)."""
-        return selection.complexity(rows, self.X.shape[1], self.num_speakers)
+        """The trained parameters of each row's candidate (models.systems.trained_parameters;
+        with an adaptation set the centred cosine at LDA none learns none)."""
+        return [trained_parameters(parse_candidate(r["candidate"]), r["lda_dim"],
+                                   self.dim, self.num_speakers, self.adapt is not None)
+                for r in rows]
 
     def _promote(self, screen):
         """Successive halving: the best 1/screen_factor of the candidates rated at the
@@ -332,10 +379,11 @@ class CrossFit:
                 or ((r["candidate"], r["lda_dim"], "screen") not in self.rows)]
         mean = {id(r): np.mean([r["folds"][i if r["budget"] == "screen" else k]["pauc"]
                                 for i, k in enumerate(folds)]) for r in rows}
-        if self.dev_scores is not None:    # the development trials rate: their pAUC ranks
-            dev = {id(r): self.dev_rows.get((r["candidate"], r["lda_dim"], r["budget"]))
-                   for r in rows}
-            mean = {i: (-np.inf if d is None else d["pauc"]) for i, d in dev.items()}
+        source = self.ranking()
+        if source != TRAINING_FOLDS:      # an in-domain trial set ranks: its pAUC
+            got = {id(r): self.set_rows[source].get((r["candidate"], r["lda_dim"],
+                                                      r["budget"])) for r in rows}
+            mean = {i: (-np.inf if d is None else d["pauc"]) for i, d in got.items()}
         count = max(1, -(-len(rows) // factor))
         top = sorted(rows, key=lambda r: -mean[id(r)])[:count]
         promoted = [r for r in top if r["budget"] == "screen"]
@@ -343,7 +391,7 @@ class CrossFit:
         line = ("%d candidates rated at LDA %s on folds %s; the best %d (1/%d) by %s "
                 "pAUC there: %s" % (len(rows), ",".join(dim_label(d) for d in screen.dims),
                                     ",".join(str(k + 1) for k in folds), count, factor,
-                                    "held-out" if self.dev_scores is None else "development",
+                                    PREFIX[source],
                                     ", ".join(
                                         "%s %.4f" % (r["candidate"], mean[id(r)]) for r in top)))
         line += ("; promoted to the other folds: %s" % ", ".join(names) if names else
@@ -358,6 +406,14 @@ class CrossFit:
         lambdas = None if self.dplda_lambda is None else (self.dplda_lambda,)
         return (promoted_stage(self.settings, self, names, dims, lambdas, free),
                 "screening " + line)
+
+    def release(self):
+        """Drop every held-out score, in-domain score and cross-fitting datum (the choice is
+        made; cv_results_ and the rows stay)."""
+        self.store.clear()
+        for scores in self.sets.values():
+            scores.clear()
+        self.release_data()
 
     def release_data(self):
         """Drop what only the cross-fitting reads (the subset's vectors, the held-out trials,

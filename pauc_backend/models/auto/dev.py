@@ -206,8 +206,8 @@ class DevTrials:
     def describe(self):
         """One sentence: the trials, the models and the speakers."""
         e, t = self.clusters()
-        text = ("%d development trials (%d target) of %d enrollment models (%s) against %d "
-                "test vectors; bootstrap clusters: %d enrolled and %d test speakers" % (
+        text = ("%d trials (%d target) of %d enrollment models (%s) against %d test vectors; "
+                "bootstrap clusters: %d enrolled and %d test speakers" % (
                     self.num_trials, self.num_target, len(self.enroll),
                     "single vectors" if all(r.size == 1 for r in self.enroll)
                     else "means of %d-%d vectors" % (min(r.size for r in self.enroll),

@@ -1,48 +1,41 @@
-"""Held-out evidence for the choice of pAUCMetric (auto): sources of one kind.
+"""Held-out evidence for the choice of pAUCMetric (auto): its sources, and whether each can be
+trusted.
 
-The choice (models.auto.selection.choose) reads a list of ``Evidence``, one per source. A source is
-held-out trials and what was trained on what: for every candidate (a system or a fusion at an
-LDA dimension), its figures on held-out trials that the models scoring them never saw the
-speakers of, and a way to tell how much of a difference between two candidates is noise. There
-are three sources, named here:
+The choice (models.auto.selection.choose) reads a list of ``Evidence``, one per source. A
+source is held-out trials and what was trained on what: for every candidate it can rate (a
+system or a fusion at an LDA dimension), its figures on trials whose speakers the models
+scoring them never saw (as labelled speakers), and a way to tell how much of a difference
+between two candidates is noise. Three sources, from the least to the most in-domain:
 
-* ``TRAINING_FOLDS`` (``training_folds``): the cross-fitting of models.auto.crossfit, K
-  speaker-disjoint folds of the training speakers, each scored by the whole back-end retrained
-  on the other folds. Its figure is the mean over the folds; the standard error of a
-  difference is that of the fold means, std(d_k, ddof=1) / sqrt(K) (``estimate="folds"``).
-* ``DEV_TRIALS`` (``dev_trials``, models.auto.dev): labelled development trials of the user's
-  domain, scored by every fold's models (a candidate's development scores are its folds'
-  scores averaged). Its figure is the candidate's on the whole trial list; the standard error
-  of a difference is the spread of that difference over paired two-way cluster-bootstrap
-  resamples of the development speakers (metrics.bootstrap: the same resamples for every
-  candidate; ``estimate="bootstrap"``).
-* ``IN_DOMAIN_PSEUDO``: held-out trials among pseudo-speakers, clusters of the unlabelled
-  in-domain set (``--adapt``) dealt into speaker-disjoint folds (issue 34 item 1; the source
-  is built by the pseudo-speaker integration, models/pseudo_speakers.py). It is of the
-  ``"folds"`` kind: ``pseudo_speaker_folds(rows, description)`` wraps its rows (per
-  candidate, its figures on each pseudo-speaker fold). Where it plugs in: the rows are
-  aligned to the training folds' full-budget rows in ``AutoBackend._evidence`` (as the
-  development trials' are) and appended to the list the choice reads; ``prepare``'s
-  ``in_domain`` flag (the do-no-harm baselines and LDA none among the candidates) turns on
-  with it; models.auto.selection already has its rule (it vetoes, the training folds rank).
-  Scoring its trials by every fold's models can reuse models.auto.devscores (a DevTrials
-  of the pseudo-speakers' trials) with per-fold parts instead of bootstrap resamples.
+* ``TRAINING_FOLDS``: the cross-fitting of models.auto.crossfit, K speaker-disjoint folds of
+  the training speakers, each scored by the whole back-end retrained on the other folds.
+  Its figure is the mean over the folds; the standard error of a difference is that of the
+  fold means, std(d_k, ddof=1) / sqrt(K) (``estimate="folds"``). It rates the cross-fitted
+  candidates only (a pseudo-trained one has no training-fold figure).
+* ``PSEUDO_TRIALS``: trials among the pseudo-speakers of the unlabelled adaptation set
+  (models.auto.pseudo): the cross-fitted candidates score them with every fold's models
+  averaged, the pseudo-trained candidates with the models of the other pseudo-speaker fold
+  (speaker-disjoint). ``DEV_TRIALS``: labelled development trials of the user's domain
+  (models.auto.dev), scored the same way. For both, the figure is the candidate's on the
+  whole list, and the standard error of a difference is the spread of that difference over
+  paired two-way cluster-bootstrap resamples of the set's speakers (metrics.bootstrap; the
+  same resamples for every candidate; ``estimate="bootstrap"``).
 
-A source provides
+Every source is PAIRED: each candidate it rates is scored on the same parts with the same
+trials, so the difference between two candidates part by part cancels the difficulty the parts
+share (``check`` refuses rows that are not). Its ``rows`` follow the list of candidates; a
+candidate the source cannot rate has ``None``.
 
-1. ``rows``: one dict per candidate, as cv_results_ rows: ``"candidate"``, ``"lda_dim"``,
-   ``"folds"`` (one figures dict per held-out part with at least ``"pauc"``: a fold, or a
-   bootstrap resample) and the figures under the same keys (the training folds give
-   ``"pauc"``, ``"pauc_001"``, ``"eer"``, ``"min_dcf"``, models.crossfit.trial_figures): the
-   means over the folds, or the point figures of the whole development list;
-2. PAIRED figures: every candidate scored on the same parts with the same trials (the same
-   folds, or the same resamples), so that the difference between two candidates part by part
-   cancels the difficulty the parts share. ``check`` refuses rows that are not (unequal
-   numbers of parts);
-3. ``trials``: one sentence saying what was trained on what and which trials were scored (for
-   the log and system.txt);
-4. the same candidates as the other sources, in the same order (``selection.choose`` checks
-   it). models.auto.selection says how the sources combine.
+Trust (``trust``): before a source rates anything, its simplest baselines must separate
+speakers. A source is not used to choose when neither of its cosine baselines (raw cosine;
+the cosine of centred vectors at LDA none) has an EER below ``NEAR_CHANCE_EER`` (0.40) there:
+such a source rates every candidate near chance. (Raw cosine is among the default
+candidates, and with an in-domain source both baselines always are, so every source the
+automatic back-end reads rates them.) Measured, for the record: raw / centred
+cosine EER on the training folds of the synthetic demo corpus 0.28-0.31 / 0.07-0.13 (seeds 777
+and 1; raw cosine is weak there because the vectors' mean is far from zero), ETRI's male
+training folds 0.16 (raw), TIMIT's 0.03-0.05; the held-out folds of the previous design's
+covariance move (models.auto.adapt says why it went) 0.38-0.45 for EVERY candidate.
 """
 
 import math
@@ -50,25 +43,27 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Evidence", "TRAINING_FOLDS", "DEV_TRIALS", "IN_DOMAIN_PSEUDO", "IN_DOMAIN",
-           "SOURCES", "training_folds", "dev_trials", "pseudo_speaker_folds"]
+__all__ = ["Evidence", "TRAINING_FOLDS", "DEV_TRIALS", "PSEUDO_TRIALS", "IN_DOMAIN",
+           "SOURCES", "NEAR_CHANCE_EER", "PREFIX"]
 
 TRAINING_FOLDS = "training folds"
+PSEUDO_TRIALS = "pseudo-speaker trials"
 DEV_TRIALS = "development trials"
-IN_DOMAIN_PSEUDO = "in-domain pseudo-speakers"
-IN_DOMAIN = (DEV_TRIALS, IN_DOMAIN_PSEUDO)          # evidence from the user's domain
-SOURCES = (TRAINING_FOLDS, DEV_TRIALS, IN_DOMAIN_PSEUDO)
+IN_DOMAIN = (DEV_TRIALS, PSEUDO_TRIALS)      # the user's domain, most trusted first
+SOURCES = (DEV_TRIALS, PSEUDO_TRIALS, TRAINING_FOLDS)     # in the order they rate
+PREFIX = {TRAINING_FOLDS: "heldout", PSEUDO_TRIALS: "pseudo", DEV_TRIALS: "dev"}
 ESTIMATES = ("folds", "bootstrap")
+NEAR_CHANCE_EER = 0.40
 
 
 @dataclass(frozen=True)
 class Evidence:
     """Held-out evidence from one source (see the module doc): ``source`` (its name, one of
-    SOURCES), ``rows`` (per candidate: its figures on each held-out part, paired across
-    candidates), ``trials`` (what was trained on what, one sentence), ``estimate`` ("folds":
-    the figure is the mean over the parts, a standard error that of a mean of K parts;
-    "bootstrap": the figure is the row's own, on the whole list, the parts are paired
-    resamples and a standard error is their spread)."""
+    SOURCES), ``rows`` (per candidate: None, or its figures with "folds", its figures on
+    each held-out part, paired across candidates), ``trials`` (what was trained on what,
+    one sentence), ``estimate`` ("folds": the figure is the mean over the parts, a standard
+    error that of a mean of K parts; "bootstrap": the figure is the row's own, on the whole
+    list, the parts are paired resamples and a standard error is their spread)."""
     source: str
     rows: tuple
     trials: str = ""
@@ -76,28 +71,53 @@ class Evidence:
 
     def __post_init__(self):
         object.__setattr__(self, "rows", tuple(self.rows))
+        if self.source not in SOURCES:
+            raise ValueError("unknown source of evidence %r (known: %s)"
+                             % (self.source, ", ".join(SOURCES)))
         if self.estimate not in ESTIMATES:
             raise ValueError("estimate must be one of %s (got %r)" % (ESTIMATES, self.estimate))
 
     def check(self):
-        """ValueError unless every row has figures on the same number of parts (>= 1; >= 2
-        for a bootstrap); returns self."""
-        parts = {len(r["folds"]) for r in self.rows}
+        """ValueError unless every rated row has figures on the same number of parts (>= 1;
+        >= 2 for a bootstrap); returns self."""
+        parts = {len(r["folds"]) for r in self.rows if r is not None}
         if len(parts) > 1 or 0 in parts or (self.estimate == "bootstrap" and 1 in parts):
             raise ValueError("evidence from %s is not paired: its candidates have figures on "
                              "%s held-out parts" % (self.source, sorted(parts)))
         return self
 
+    @property
+    def rated(self):
+        """Mask of the candidates this source rates."""
+        return np.array([r is not None for r in self.rows], dtype=bool)
+
     def fold_matrix(self, figure="pauc"):
-        """(candidates, parts) array of ``figure`` (NaN where a part has none)."""
-        return np.array([[np.nan if part.get(figure) is None else part[figure]
-                          for part in r["folds"]] for r in self.rows], dtype=np.float64)
+        """(candidates, parts) array of ``figure`` (NaN where a part has none, and for the
+        candidates not rated)."""
+        width = max((len(r["folds"]) for r in self.rows if r is not None), default=0)
+        out = np.full((len(self.rows), width), np.nan)
+        for i, r in enumerate(self.rows):
+            if r is not None:
+                out[i] = [np.nan if part.get(figure) is None else part[figure]
+                          for part in r["folds"]]
+        return out
 
     def means(self, figure="pauc"):
-        """The figure of each candidate: the mean over the folds, or the point figure."""
+        """The figure of each candidate: the mean over the folds, or the point figure (NaN
+        for a candidate not rated)."""
         if self.estimate == "bootstrap":
-            return np.array([r[figure] for r in self.rows], dtype=np.float64)
-        return self.fold_matrix(figure).mean(axis=1)
+            return np.array([np.nan if r is None else r[figure] for r in self.rows],
+                            dtype=np.float64)
+        with np.errstate(invalid="ignore"):
+            return self.fold_matrix(figure).mean(axis=1)
+
+    def figure(self, index, name):
+        """A figure of candidate ``index`` (the fold mean, or the point figure), NaN when it
+        has none."""
+        r = self.rows[index]
+        if r is None or r.get(name) is None:
+            return float("nan")
+        return float(r[name])
 
     def spread(self, values):
         """The standard error of a figure (or difference) whose value on each part is
@@ -113,40 +133,24 @@ class Evidence:
         return np.array([self.spread(p) for p in self.fold_matrix(figure)])
 
     def paired(self, a, b, figure="pauc"):
-        """(figure(a) - figure(b), its paired standard error) of rows ``a`` and ``b``."""
+        """(figure(a) - figure(b), its paired standard error) of candidates ``a`` and
+        ``b``."""
         P = self.fold_matrix(figure)
         means = self.means(figure)
         return float(means[a] - means[b]), self.spread(P[a] - P[b])
 
-    def labels(self):
-        """(candidate, lda_dim) of each row, in order."""
-        return [(r["candidate"], r["lda_dim"]) for r in self.rows]
-
-    def subset(self, indices):
-        """The same evidence for the rows ``indices`` only, in that order."""
-        return Evidence(self.source, [self.rows[i] for i in indices], self.trials,
-                        self.estimate)
-
-
-def training_folds(rows, num_folds, subset, enroll_utts):
-    """The evidence of the cross-fitting on the training folds: ``rows`` rated on all
-    ``num_folds`` folds of ``subset`` (the cross-fitting subset's sentence)."""
-    design = ("single vectors against single vectors" if not enroll_utts else
-              "speakers enrolled by the mean of %d vectors against single vectors"
-              % int(enroll_utts))
-    return Evidence(TRAINING_FOLDS, rows, "%d speaker-disjoint folds of the training "
-                    "speakers (%s); each fold's trials (%s) scored by the back-end retrained "
-                    "on the other folds" % (int(num_folds), subset, design)).check()
-
-
-def dev_trials(rows, description):
-    """The evidence of labelled development trials (models.auto.dev): ``rows`` with the point
-    figures of the whole list and, under "folds", the paired bootstrap resamples."""
-    return Evidence(DEV_TRIALS, rows, description, "bootstrap").check()
-
-
-def pseudo_speaker_folds(rows, description):
-    """The evidence of held-out trials among pseudo-speakers of the unlabelled in-domain set
-    (speaker-disjoint folds of its clusters; issue 34 item 1): ``rows`` as the training
-    folds' (per fold figures and their means)."""
-    return Evidence(IN_DOMAIN_PSEUDO, rows, description, "folds").check()
+    def trust(self, cosine_baselines):
+        """(True, "") when the better of ``cosine_baselines`` (indices of raw cosine and of the
+        centred cosine at LDA none, those this source rates) has an EER below
+        NEAR_CHANCE_EER here, else (False, the reason in one sentence). A source that rates
+        neither (a list of candidates without them, given explicitly) cannot be checked and
+        is trusted."""
+        rated = [i for i in cosine_baselines if self.rows[i] is not None]
+        if not rated:
+            return True, ""
+        best = min(self.figure(i, "eer") for i in rated)
+        if not best < NEAR_CHANCE_EER:
+            return False, ("on the %s the cosine baselines are near chance (EER %.1f %%, at "
+                           "or above %.0f %%): they cannot tell the candidates apart"
+                           % (self.source, 100 * best, 100 * NEAR_CHANCE_EER))
+        return True, ""

@@ -5,12 +5,12 @@ discriminative PLDA's lambda from their figures.
 A task trains the systems of its stage on the training rows of the fold (no copy of the table:
 the pipeline reads the rows it is given) and scores the fold's held-out trials; it returns the
 held-out FIGURES of every system and the SCORES (float32) of the systems still needed for
-fusions (models.auto.store). With labelled development trials (models.auto.dev) the same
-models score them too: every system's development scores are returned (models.auto.devscores
-averages them over the folds). The development vectors are scored as they are (raw, in the
-user's domain): with an adaptation set the fold's models are centred on, and adapted to, the
-fold's vectors moved to the adaptation set's mean and total covariance, i.e. to that set's
-first two moments, as the final model is to the set itself."""
+fusions (models.auto.store). The same models score every in-domain trial set too (the
+development trials, the pseudo-speaker trials: models.auto.trialsets averages them over the
+folds), their vectors as they are (raw, in the user's domain). With an adaptation set the
+fold's models are centred on, and adapted to, the same sample of it as the final model, and
+the held-out training vectors are translated to it (models.auto.adapt says why a
+translation and nothing more)."""
 
 import multiprocessing
 
@@ -38,7 +38,8 @@ def fold_task(cross, stage, dim, k, progress=None):
     [(systems, error)] of what could not be trained, {system: development scores} (empty
     without development trials)). Systems needing the PLDA are dropped together when it
     cannot be estimated (e.g. more dimensions than vectors); the discriminative PLDA gives
-    one column per lambda, "dplda@<lambda>"."""
+    one column per lambda, "dplda@<lambda>". The fourth item is {trial set: {system:
+    scores}} of the in-domain trial sets (models.auto.trialsets)."""
     systems = task_systems(stage, dim)
     settings, plan = cross.settings, cross
     X, y, t = plan.X, plan.y, plan.trials[k]
@@ -57,11 +58,12 @@ def fold_task(cross, stage, dim, k, progress=None):
             pipe.dplda_lambdas = tuple(stage.lambdas)
         pipe.progress = progress
         try:
-            held = plan.adapt_rows(k)     # the fold's own vectors, in the adaptation domain
             lda = (cross.fold_lda(k, dim) if int(dim) > 0 and not dim_free(attempt)
                    else None)             # every dimension of fold k from one estimation
+            adapt = plan.adapt
             pipe.fit(X, y[train_rows], rows=train_rows, lda=lda,
-                     adapt=None if held is None else plan.held_out(k, X[held]))
+                     adapt=None if adapt is None else adapt.vectors,
+                     adapt_rows=None if adapt is None else adapt.rows)
             break
         except (ValueError, np.linalg.LinAlgError) as err:
             lost = [s for s in attempt if system(base_system(s)).needs_plda]
@@ -70,27 +72,27 @@ def fold_task(cross, stage, dim, k, progress=None):
             errors.append((", ".join(lost), str(err)))
             pipe = None
     if pipe is None:
-        return {}, {}, errors, {}
+        return {}, {}, errors, {name: {} for name in plan.trial_sets}
     pipe.progress = None
     if progress is not None:
         progress(step="scoring %d held-out trials" % t.is_target.size, fraction=1.0)
-    dev = getattr(plan, "dev", None)
-    figures, kept, dev_scores = {}, {}, {}
+    sets = plan.trial_sets
+    figures, kept, set_scores = {}, {}, {name: {} for name in sets}
 
-    def rate(names, cols, dev_cols):
+    def rate(names, cols, set_cols):
         for j, name in enumerate(names):
             figures[name] = trial_figures(cols[:, j], t.is_target, settings.alpha, settings.beta)
             if name.split("@")[0] in stage.keep:
                 kept[name] = np.ascontiguousarray(cols[:, j], dtype=np.float32)
-            if dev_cols is not None:
-                dev_scores[name] = dev_cols[:, j]
+            for which, other in set_cols.items():
+                set_scores[which][name] = other[:, j]
 
     plain = tuple(s for s in pipe.systems if base_system(s) != "dplda")
     dplda = tuple(s for s in attempt if base_system(s) == "dplda") if pipe.dplda_ else ()
     sides = _sides(pipe, X, t, plan, k, plain + dplda)
-    # the development trials' sides as they are (raw, in the user's domain), their LDA
+    # the in-domain trial sets' sides as they are (raw, in the user's domain), their LDA
     # vectors made once too
-    dev_sides = None if dev is None else _dev_sides(pipe, dev, plain + dplda)
+    set_sides = {name: _set_sides(pipe, trials, plain + dplda) for name, trials in sets.items()}
     # the systems of one space at a time (their features, then their scores, rated and
     # released before the next space's: a fold of VoxCeleb's subset has 20,000 held-out
     # vectors, 80 MB a space at 512 dims, and 1.5 M trials, 12 MB a column)
@@ -100,11 +102,11 @@ def fold_task(cross, stage, dim, k, progress=None):
         pipe.systems = group
         pipe.__dict__.pop("_cohort_feats", None)      # the cohort in this group's spaces
         rate(group, _score(pipe, t, sides),
-             None if dev is None else _score(pipe, dev, dev_sides))
+             {name: _score(pipe, sets[name], set_sides[name]) for name in sets})
         if space == "raw":             # the raw vectors are read no more, their LDA vectors are
             sides = [None if side is None else (None, side[1]) for side in sides]
-            if dev_sides is not None:
-                dev_sides = [None if side is None else (None, side[1]) for side in dev_sides]
+            set_sides = {name: [None if side is None else (None, side[1]) for side in both]
+                         for name, both in set_sides.items()}
     if dplda:                          # the same pipeline, scoring with each lambda's model
         pipe.systems = dplda
         pipe.__dict__.pop("_cohort_feats", None)      # the cohort in the dplda's space
@@ -112,11 +114,12 @@ def fold_task(cross, stage, dim, k, progress=None):
             pipe.dplda_lambda = lam
             names = ["%s@%r" % (name, lam) for name in dplda]
             rate(names, _score(pipe, t, sides),
-                 None if dev is None else _score(pipe, dev, dev_sides))
+                 {name: _score(pipe, sets[name], set_sides[name]) for name in sets})
     order = list(plain) + [name for name in figures if name not in plain]
     return ({name: figures[name] for name in order},
             {name: kept[name] for name in order if name in kept}, errors,
-            {name: dev_scores[name] for name in order if name in dev_scores})
+            {which: {name: got[name] for name in order if name in got}
+             for which, got in set_scores.items()})
 
 
 def _sides(pipe, X, t, plan, k, systems):
@@ -130,11 +133,12 @@ def _sides(pipe, X, t, plan, k, systems):
     return [enroll, _side(pipe, plan.held_out(k, X[t.test_rows]), projected)]
 
 
-def _dev_sides(pipe, dev, systems):
-    """The development trials' (models.auto.dev) sides as ``_sides``: scored as they are."""
+def _set_sides(pipe, trials, systems):
+    """An in-domain trial set's (a models.auto.dev.DevTrials) sides as ``_sides``: scored as
+    they are."""
     projected = not dim_free(systems)
-    return [_side(pipe, dev.enroll_vectors(), projected),
-            _side(pipe, dev.test_vectors(), projected)]
+    return [_side(pipe, trials.enroll_vectors(), projected),
+            _side(pipe, trials.test_vectors(), projected)]
 
 
 def _side(pipe, vectors, projected):
@@ -144,8 +148,8 @@ def _side(pipe, vectors, projected):
 
 
 def _score(pipe, t, sides):
-    """(trials, systems) scores of the trials ``t`` (a fold's held-out trials, or the
-    development trials: both give num_utts, enroll_index, test_index) from their sides."""
+    """(trials, systems) scores of the trials ``t`` (a fold's held-out trials, or an
+    in-domain trial set: both give num_utts, enroll_index, test_index) from their sides."""
     (enroll, Z_enroll), test = sides
     fe = pipe.features(enroll, t.num_utts, Z_enroll)
     ft = fe if test is None else pipe.features(test[0], 1, test[1])

@@ -276,6 +276,8 @@ PARAMS = (
           "estimated remaining) at least this often, in seconds of work (0: at every step)",
           "float", "progress-interval", bounds=(">=0",), runtime=True),
     Param("log", None, "A callable taking one log line, or None", "callable", runtime=True),
+    Param("warn", None, "A callable taking one warning line, or None (Python's "
+          "warnings.warn)", "callable", runtime=True),
     Param("progress", None, "A callable taking one progress line, or None", "callable",
           runtime=True),
 )

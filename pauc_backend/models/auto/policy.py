@@ -70,7 +70,8 @@ class Stage:
 @dataclass
 class CrossFitPlan:
     """What ``make_plan`` found (the data, candidates, subset, folds, held-out trials, LDA
-    dimensions) and the stages, each defined once the previous one is done on every fold
+    dimensions, what the fold tasks score besides: the adaptation set and the in-domain trial
+    sets) and the stages, each defined once the previous one is done on every fold
     (``stages[s]``), with the folds added so far (``done``)."""
     X: object
     y: object
@@ -82,26 +83,19 @@ class CrossFitPlan:
     dims: list
     num_speakers: int
     subset: str
+    adapt: object = None       # the AdaptationSet (models.auto.adapt), or None
+    trial_sets: dict = field(default_factory=dict)    # {source: DevTrials} scored by folds
+    shifts: list = None        # per fold, the translation of its held-out vectors
     stages: dict = field(default_factory=dict)
     done: dict = field(default_factory=dict)
     promoted: tuple = None
-    adapt: object = None       # the adaptation set (models.auto.adapt), or None
-    fold_maps: list = None     # per fold, the map of its held-out vectors into its domain
-    dev: object = None         # labelled development trials (models.auto.dev), or None
-    durations: object = None   # seconds of each training vector (utt2dur), or None
-
-    def adapt_rows(self, fold):
-        """With an adaptation set, the rows playing it for held-out fold ``fold``: that
-        fold's own vectors, unlabelled (models.auto.adapt); None without one."""
-        return None if self.adapt is None else np.flatnonzero(self.fold_of_vector == fold)
 
     def held_out(self, fold, vectors):
-        """Held-out vectors of ``fold`` as the cross-fitting scores them: moved into the
-        adaptation set's domain when there is one (models.auto.adapt.coral_map)."""
-        if self.fold_maps is None:
+        """Held-out vectors of ``fold`` as the cross-fitting scores them: translated to the
+        adaptation set's mean when there is one (models.auto.adapt)."""
+        if self.shifts is None:
             return vectors
-        from pauc_backend.models.auto.adapt import apply_map
-        return apply_map(self.fold_maps[fold], vectors)
+        return (np.asarray(vectors, dtype=np.float32) + self.shifts[fold]).astype(np.float32)
 
     def train_rows(self, fold):
         """Rows of X that train fold ``fold``: the other folds of the subset."""
@@ -117,12 +111,14 @@ def screen_folds(num_folds, factor):
     return tuple(range(m)) if int(num_folds) >= 2 * m else None
 
 
-def make_plan(settings, reporter, X, y, groups, members, subset=None, num_speakers=None):
+def make_plan(settings, reporter, X, y, groups, members, subset=None, num_speakers=None,
+              adapt=None, trial_sets=None):
     """The data, folds, held-out trials and LDA dimensions of one cross-fitting with
     ``settings`` (models.auto.settings; ``reporter`` logs and notes progress), and its first
     stage. ``subset``: (rows of X, sentence) of the cross-fitting subset when it was drawn
     already (models.auto.table), else crossfit_rows draws it; ``num_speakers``: the whole
-    table's (default: y's)."""
+    table's (default: y's); ``adapt``: the AdaptationSet the fold models are centred on and
+    adapted to; ``trial_sets``: {source: DevTrials} every fold task scores too."""
     s = settings
     rows, subset = (crossfit_rows(y, s.max_speakers, s.max_vectors, s.random_state)
                     if subset is None else subset)
@@ -152,9 +148,12 @@ def make_plan(settings, reporter, X, y, groups, members, subset=None, num_speake
                                      max(1, s.enroll_utts)))
         trials.append(t)
     needed = tuple(dict.fromkeys(m for mem in members.values() for m in mem))
+    shifts = None if adapt is None else [
+        adapt.fold_shift(X, np.flatnonzero((fold_of_vector != k) & (fold_of_vector >= 0)))
+        for k in range(s.num_folds)]
     plan = CrossFitPlan(X, y, groups, members, needed, fold_of_vector, trials, dims,
                         int(np.unique(y).size if num_speakers is None else num_speakers),
-                        subset)
+                        subset, adapt, dict(trial_sets or {}), shifts)
     plan.stages[1] = first_stage(settings, plan)
     return plan
 

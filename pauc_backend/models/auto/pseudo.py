@@ -1,5 +1,5 @@
-"""pAUCMetric (auto) with pseudo-speakers of the adaptation set (issue 34 item 1): the
-clustering, the pseudo-trained candidates, their in-domain evidence and the in-domain stage.
+"""Pseudo-speakers of the unlabelled adaptation set for pAUCMetric (auto): the clustering, the
+in-domain trials among them, and the candidates trained with them.
 
 The design is benchmarks/RESULTS_pseudo_speakers.md's (chosen on training-data shifts only:
 ETRI male -> female TRAINING speakers, the demo's corpus with other seeds, a TIMIT split):
@@ -12,11 +12,19 @@ ETRI male -> female TRAINING speakers, the demo's corpus with other seeds, a TIM
    range). Then one Hyperion-style iteration: a PLDA on the training labels + these
    pseudo-speakers (in the training LDA space) and the set re-clustered by average linkage
    on its LLRs into the same number of clusters. Pseudo-speakers: clusters of >= 2 vectors.
-2. The guard: the pseudo-speakers are used only when at least ``MIN_PSEUDO_SPEAKERS`` (10)
-   of them hold >= ``MIN_RATING_SIZE`` (4) vectors (what two rating folds need; a judgement
-   from the study's 6- vs 12-speaker rows, not a measured threshold). Otherwise the fit is
-   the training folds' choice, as without them (logged).
-3. Candidates trained with them (``fit_systems``), each a models.backend_pipeline pipeline
+2. The guard (``build``): the pseudo-speakers are used only when the adaptation set has
+   speaker structure (models.unlabelled's verdict) and at least ``MIN_PSEUDO_SPEAKERS`` (10)
+   of them hold >= ``MIN_RATING_SIZE`` (4) clustered vectors (what two rating folds need; a
+   judgement from the study's 6- vs 12-speaker rows, not a measured threshold).
+3. The in-domain trials (``trial_set``): the pseudo-speakers of >= 4 clustered vectors dealt
+   into 2 speaker-disjoint folds (models.pseudo_speakers.pseudo_speaker_folds); the trials are
+   among the vectors of one fold, built like the training folds' (--enroll-utts): N > 0, each
+   pseudo-speaker enrolled by the mean of min(N, size - 1) of its vectors (seeded) against
+   every other vector of its fold; 0, pairs of single vectors of the fold. At most
+   ``max_trials`` of them (every target up to half, a seeded sample of the non-targets).
+   They are a models.auto.dev.DevTrials whose speakers are the pseudo-speakers: every fold's
+   models score them as development trials (models.auto.trialsets).
+4. The candidates trained with them (``fit_systems``), each a models.backend_pipeline pipeline
    scoring with Kaldi's PLDA (so the model directory holds them as any PLDA system: mean.vec
    = the adaptation set's mean, transform.mat = the re-estimated LDA, plda, cohort.ark):
    ``pseudo_pooled``: the LDA re-estimated on the training speakers (centred on their mean)
@@ -26,49 +34,37 @@ ETRI male -> female TRAINING speakers, the demo's corpus with other seeds, a TIM
    adaptation set (ivector-adapt-plda 0.75/0.25), only with >= 8x the LDA dimension of
    pseudo-speaker vectors; each also ``:as``, AS-norm against an in-domain cohort (a seeded
    subset of at most ``MAX_COHORT`` = 1,000 adaptation vectors, top asnorm_top_n).
-4. Rating (``in_domain_stage``): 2 speaker-disjoint folds of the pseudo-speakers of >= 4
-   vectors (models.pseudo_speakers.pseudo_speaker_folds) among the clustered vectors; each
-   fold's pseudo-speakers enrolled by the mean of min(3, size - 1) of their vectors against
-   every other vector of the fold; the pseudo-trained candidates of fold k trained on the
-   training speakers + the pseudo-speakers of the other fold. Rated with them: the do-no-harm
-   baselines (raw cosine; cosine centred on the adaptation mean, LDA none) and the training
-   folds' choice (its final model: it saw the adaptation vectors only unlabelled). The choice
-   reads this source (models.auto.selection.choose, models.auto.evidence.IN_DOMAIN_PSEUDO): a
-   candidate worse there than a simpler one by more than their paired SE, or (not a baseline)
-   not better than each baseline by more than it, is not chosen, whatever the training folds
-   say; among the rest, the one-standard-error rule on the pseudo-speaker folds. Its known
-   biases (the study, section 3): systems close to the clustering's similarity (the PLDAs
-   and cosine in the training LDA space) are favoured, the blend under-rated.
-5. The winner, when not the training folds' choice, is trained on all training vectors and
-   every pseudo-speaker and calibrated (affine, models.calibration) on its pooled held-out
-   scores of the pseudo-speaker folds (no quality measures).
-
-With development trials (--dev-trials) they rate and this stage is skipped (logged).
+   ``cross_fit`` trains them once per pseudo-speaker fold, on the cross-fitting subset of the
+   training speakers + every pseudo-speaker but that fold's, and scores that fold's trials
+   with them (and the development trials, averaged over the two folds' models); the final
+   model (``train_final``) is trained on every training vector and every pseudo-speaker.
 
 Cost, bounded whatever the corpus: the clustering (PseudoSpeakers: at most
 ``MAX_CLUSTERED`` = 5,000 vectors clustered, ~8 N^2 bytes, 200 MB; the rest of the
-adaptation subset assigned in O(N x 5,000)), the stopping rule's 2,000 training vectors
-(O(2,000^2)); the rating's trials are among the clustered vectors (<= 5,000: at most
-2,500 tests x the fold's pseudo-speakers per fold); the pseudo-trained models of a fold take
-three streamed passes over the training vectors of the cross-fitting subset (LDA, pooled and
-training PLDA statistics; the final model's over all training vectors, as the other final
-models) and O(d^3).
+adaptation sample assigned in O(N x 5,000)), the stopping rule's 2,000 training vectors
+(O(2,000^2)); at most ``max_trials`` trials among <= 5,000 clustered vectors; the
+pseudo-trained models of a fold take three streamed passes over the cross-fitting subset
+(LDA, pooled and training PLDA statistics) and O(d^3).
 """
+
+from dataclasses import dataclass
 
 import numpy as np
 
 from pauc_backend.models import pseudo_speakers as ps
+from pauc_backend.models.auto.dev import DevTrials
 from pauc_backend.models.backend_pipeline import ADAPT_SCALES, BackendPipeline
 from pauc_backend.models.backend_pipeline import float32_mean as _mean
 from pauc_backend.models.class_stats import ClassStats
-from pauc_backend.models.crossfit import trial_figures
 from pauc_backend.models.lda import LDA
 from pauc_backend.models.plda import PLDA
 from pauc_backend.models.preprocessing import normalize_length
+from pauc_backend.models.systems import trained_parameters
 
-__all__ = ["Clustering", "cluster", "fit_systems", "pseudo_pipeline", "fold_trials",
-           "PSEUDO_SYSTEMS", "MIN_PSEUDO_SPEAKERS", "MIN_RATING_SIZE", "MAX_CLUSTERED",
-           "MAX_COHORT"]
+__all__ = ["Clustering", "PseudoSpeakers", "cluster", "build", "trial_set", "fit_systems",
+           "pseudo_pipeline", "cross_fit", "train_final", "complexity", "title",
+           "PSEUDO_SYSTEMS", "CANDIDATES", "MIN_PSEUDO_SPEAKERS", "MIN_RATING_SIZE",
+           "MAX_CLUSTERED", "MAX_COHORT"]
 
 MIN_TRAIN_SIZE = 2
 MIN_RATING_SIZE = 4
@@ -78,7 +74,6 @@ BLEND_WEIGHT = 0.75
 BLEND_FACTOR = 8            # the blend needs >= 8 x its dimension of pseudo-speaker vectors
 MAX_CLUSTERED = 5000
 MAX_COHORT = 1000
-MAX_ENROLL = 3
 STOP_VECTORS, STOP_PER_SPEAKER = 2000, 20
 PSEUDO_SYSTEMS = {"pseudo_pooled": "PLDA pooled on training + pseudo-speakers (LDA "
                                    "re-estimated)",
@@ -266,59 +261,261 @@ def cluster(X, y, rows, A, arows, lda_dim, seed):
     return Clustering(second.labels_, second, first.threshold_, first.n_cut_)
 
 
-def folds_of(clustering, seed):
-    """Fold (0/1, or -1) of each adaptation row used: pseudo-speakers of >= 4 clustered
-    vectors, dealt into 2 speaker-disjoint folds (only clustered vectors take part)."""
-    labels = np.full(clustering.labels.size, -1, dtype=np.int64)
-    labels[clustering.subset] = clustering.labels[clustering.subset]
-    return ps.pseudo_speaker_folds(labels, NUM_FOLDS, MIN_RATING_SIZE, seed), labels
+CANDIDATES = tuple(n + norm for n in PSEUDO_SYSTEMS for norm in ("", ":as"))
 
 
-def fold_trials(A, arows, labels, fold, k, seed):
-    """Trials of fold k: (enrollment means float32, their counts, test vectors float32,
-    target mask models x tests). Each pseudo-speaker of the fold is enrolled by the mean of
-    min(3, size - 1) of its vectors (seeded) and tested by its others and every other
-    pseudo-speaker's."""
-    rng = np.random.RandomState(seed + 53 + k)
-    enroll, counts, elab, test_rows, tlab = [], [], [], [], []
-    for c in np.unique(labels[fold == k]):
-        mine = rng.permutation(np.flatnonzero((labels == c) & (fold == k)))
-        n = min(MAX_ENROLL, mine.size - 1)
-        enroll.append(np.asarray(A[arows[mine[:n]]], dtype=np.float64).mean(axis=0))
-        counts.append(n)
-        elab.append(c)
-        test_rows.extend(mine[n:])
-        tlab.extend([c] * (mine.size - n))
-    E = np.asarray(enroll, dtype=np.float32)
-    T = np.asarray(A[arows[np.asarray(test_rows, dtype=np.int64)]], dtype=np.float32)
-    return E, np.asarray(counts), T, np.asarray(elab)[:, None] == np.asarray(tlab)[None, :]
+def is_pseudo(name):
+    """True for a pseudo-trained candidate's name."""
+    return name.partition(":")[0] in PSEUDO_SYSTEMS
 
 
-def grid_scores(scorer, E, counts, T):
-    """Scores of every enrollment row against every test row (models x tests)."""
-    er = np.repeat(np.arange(E.shape[0]), T.shape[0])
-    tr = np.tile(np.arange(T.shape[0]), E.shape[0])
-    return np.asarray(scorer(E, T, er, tr, counts), dtype=np.float64).reshape(
-        E.shape[0], T.shape[0])
+@dataclass(frozen=True)
+class PseudoSpeakers:
+    """What ``build`` found: the ``clustering``, the LDA dimension of the pseudo-trained
+    systems (``lda_dim``), the pseudo-speaker fold of each position of the adaptation sample
+    (``fold``: 0, 1 or -1), the in-domain ``trials`` (a DevTrials of the clustered vectors),
+    the fold of each trial (``trial_fold``) and of the ``trials.vectors`` rows as positions of
+    the adaptation sample (``positions``)."""
+    clustering: object
+    lda_dim: int
+    fold: np.ndarray
+    trials: DevTrials
+    trial_fold: np.ndarray
+    positions: np.ndarray
+
+    def training_labels(self, k):
+        """The pseudo-labels that may train fold k's models: every pseudo-speaker's but
+        those dealt to fold k (-1: not a training label)."""
+        labels = self.clustering.labels
+        held = np.unique(labels[self.fold == k])
+        return np.where(np.isin(labels, held[held >= 0]), -1, labels)
+
+    def describe(self):
+        t = self.trials
+        return ("%d trials (%d target) among the %d pseudo-speakers of >= %d clustered vectors "
+                "in 2 speaker-disjoint folds; the cross-fitted candidates score them with "
+                "every training fold's models averaged, the pseudo-trained ones with the "
+                "models of the other pseudo-speaker fold%s" % (
+                    t.num_trials, t.num_target, self.clustering.usable, MIN_RATING_SIZE,
+                    "; " + t.sampled if t.sampled else ""))
 
 
-def pipeline_scorer(pipe, weights=None, offset=0.0):
-    """scorer(E, T, er, tr, counts) of a BackendPipeline (``counts``: vectors averaged in
-    each enrollment row; its member scores combined by ``weights``: the rank of a fusion
-    without its quality terms)."""
-    def scorer(E, T, er, tr, counts):
-        counts = np.asarray(counts, dtype=np.float64)
-        raw = pipe.score(pipe.features(E, counts), pipe.features(T, 1), er, tr, counts)
-        raw = np.asarray(raw, dtype=np.float64)
-        if raw.ndim == 1:
-            return raw
-        w = np.ones(raw.shape[1]) if weights is None else np.asarray(weights)
-        return raw @ w + offset
-    return scorer
+def build(X, y, rows, adapt, lda_dims, enroll_utts, max_trials, seed):
+    """(PseudoSpeakers or None, sentence saying what was found or why not) of the adaptation
+    set ``adapt`` (models.auto.adapt.AdaptationSet), the training vectors X[rows] (labels
+    y[rows]) giving the stopping rule and the iteration's PLDA."""
+    lda_dim = lda_dim_for(lda_dims, X.shape[1])
+    try:
+        found = cluster(X, y, rows, adapt.vectors, adapt.rows, lda_dim, seed)
+    except (ValueError, np.linalg.LinAlgError) as err:
+        return None, "the adaptation set could not be clustered (%s)" % err
+    m = found.model
+    q = np.percentile(m.sizes_, [0, 50, 100]) if m.sizes_.size else np.zeros(3)
+    text = ("%d vectors clustered (average linkage on their cosine centred on their mean, cut "
+            "at %.4f, the training speakers' EER threshold moved into the set's scores: %d "
+            "clusters; one iteration on the LLRs of a PLDA of the training + these "
+            "pseudo-speakers): %d pseudo-speakers of >= 2 vectors (sizes min %g, median %g, "
+            "max %g; %.1f %% of the vectors), %d of >= %d; separation d' %.3f" % (
+                found.subset.size, found.threshold, found.first_count, m.n_clusters_, q[0],
+                q[1], q[2], 100 * m.clustered_fraction_, found.usable, MIN_RATING_SIZE,
+                m.separation_))
+    if not found.ok:
+        return None, text + ("; fewer than %d pseudo-speakers of >= %d vectors: not used"
+                             % (MIN_PSEUDO_SPEAKERS, MIN_RATING_SIZE))
+    labels = np.full(found.labels.size, -1, dtype=np.int64)
+    labels[found.subset] = found.labels[found.subset]
+    fold = ps.pseudo_speaker_folds(labels, NUM_FOLDS, MIN_RATING_SIZE, seed)
+    trials, trial_fold, positions = trial_set(adapt.vectors, adapt.rows, labels, fold,
+                                              enroll_utts, max_trials, seed,
+                                              adapt.durations)
+    return PseudoSpeakers(found, lda_dim, fold, trials, trial_fold, positions), text
 
 
-def figures(scores, target, alpha, beta):
-    return trial_figures(scores.ravel(), target.ravel(), alpha, beta)
+def _pairs(n, rng, count):
+    """Up to ``count`` distinct pairs (i < j) of range(n), uniformly, in random order (all of
+    them, in order, when there are fewer)."""
+    total = n * (n - 1) // 2
+    if total <= count:
+        return np.triu_indices(n, 1)
+    flat = rng.permutation(rng.choice(total, count, replace=False))
+    starts = np.cumsum(np.concatenate([[0], np.arange(n - 1, 0, -1)]))   # row by row
+    i = np.searchsorted(starts, flat, side="right") - 1
+    return i, flat - starts[i] + i + 1
+
+
+def _single_vector_trials(lab, budget, rng):
+    """(i, j) pairs of single vectors among one fold's vectors (pseudo-labels ``lab``): every
+    pair when there are at most ``budget`` (0: no cap), else every target pair up to half of
+    it and a uniform sample of the non-target pairs for the rest."""
+    n = lab.size
+    if not budget or n * (n - 1) // 2 <= budget:
+        return _pairs(n, rng, n * n)
+    ti, tj = [], []
+    for c in np.unique(lab):
+        members = np.flatnonzero(lab == c)
+        a, b = np.triu_indices(members.size, 1)
+        ti.append(members[a])
+        tj.append(members[b])
+    ti, tj = np.concatenate(ti), np.concatenate(tj)
+    if ti.size > budget // 2:
+        keep = np.sort(rng.choice(ti.size, budget // 2, replace=False))
+        ti, tj = ti[keep], tj[keep]
+    need = budget - ti.size
+    ni, nj = _pairs(n, rng, min(n * (n - 1) // 2, 2 * need))
+    non = lab[ni] != lab[nj]
+    return (np.concatenate([ti, ni[non][:need]]), np.concatenate([tj, nj[non][:need]]))
+
+
+def trial_set(A, arows, labels, fold, enroll_utts, max_trials, seed, durations=None):
+    """(DevTrials, fold of each trial, position of each of its vectors in the adaptation
+    sample): the trials among the pseudo-speakers of each fold (module doc, 3), at most
+    ``max_trials`` (0: all) of them."""
+    rng = np.random.default_rng([int(seed), 53])
+    positions = np.flatnonzero(fold >= 0)
+    index = np.full(fold.size, -1, dtype=np.int64)
+    index[positions] = np.arange(positions.size)
+    enroll, enroll_speaker, test, test_speaker = [], [], [], []
+    e_idx, t_idx, fold_of = [], [], []
+    for k in range(NUM_FOLDS):
+        mine = positions[fold[positions] == k]
+        lab = labels[mine]
+        e0, t0 = len(enroll), len(test)
+        if enroll_utts:                # models: means of N vectors; tests: the others
+            tests = []
+            for c in np.unique(lab):
+                members = rng.permutation(mine[lab == c])
+                n = min(int(enroll_utts), members.size - 1)
+                enroll.append(index[members[:n]])
+                enroll_speaker.append(c)
+                tests.extend(members[n:])
+            tests = np.asarray(tests)
+            test.extend(index[tests])
+            test_speaker.extend(labels[tests])
+            num_models = len(enroll) - e0
+            e = e0 + np.repeat(np.arange(num_models), tests.size)
+            t = t0 + np.tile(np.arange(tests.size), num_models)
+            if max_trials and e.size > max_trials // NUM_FOLDS:
+                target = np.asarray(enroll_speaker)[e] == np.asarray(test_speaker)[t]
+                keep = _capped(target, max_trials // NUM_FOLDS, rng)
+                e, t = e[keep], t[keep]
+        else:                          # single vectors against single vectors
+            enroll.extend([index[r]] for r in mine)
+            enroll_speaker.extend(lab)
+            test.extend(index[mine])
+            test_speaker.extend(lab)
+            i, j = _single_vector_trials(lab, max_trials // NUM_FOLDS if max_trials else 0,
+                                         rng)
+            e, t = e0 + np.asarray(i), t0 + np.asarray(j)
+        order = np.lexsort((t, e))
+        e_idx.append(e[order])
+        t_idx.append(t[order])
+        fold_of.append(np.full(e.size, k))
+    e_idx, t_idx = np.concatenate(e_idx), np.concatenate(t_idx)
+    enroll_speaker, test_speaker = np.asarray(enroll_speaker), np.asarray(test_speaker)
+    vectors = np.asarray(A[arows[positions]], dtype=np.float32)
+    capped = sum(f.size for f in fold_of) < _full_count(labels, fold, enroll_utts)
+    trials = DevTrials(vectors, [np.asarray(r, dtype=np.intp) for r in enroll],
+                       np.asarray(test, dtype=np.intp), e_idx, t_idx,
+                       enroll_speaker[e_idx] == test_speaker[t_idx], enroll_speaker,
+                       test_speaker, None if durations is None
+                       else np.asarray(durations)[arows[positions]],
+                       "a seeded sample of them (every target up to half)" if capped else "")
+    return trials.check(vectors.shape[1]), np.concatenate(fold_of), positions
+
+
+def _capped(target, budget, rng):
+    """Rows kept of trials with labels ``target``: every target up to half of ``budget``,
+    a uniform sample of the non-targets for the rest (sorted)."""
+    tar, non = np.flatnonzero(target), np.flatnonzero(~target)
+    if tar.size > budget // 2:
+        tar = rng.choice(tar, budget // 2, replace=False)
+    non = rng.choice(non, min(non.size, budget - tar.size), replace=False)
+    return np.sort(np.concatenate([tar, non]))
+
+
+def _full_count(labels, fold, enroll_utts):
+    """The number of trials of ``trial_set`` without a cap."""
+    total = 0
+    for k in range(NUM_FOLDS):
+        lab = labels[fold == k]
+        if enroll_utts:
+            sizes = np.bincount(np.unique(lab, return_inverse=True)[1].reshape(-1))
+            tests = int(np.sum(sizes - np.minimum(int(enroll_utts), sizes - 1)))
+            total += sizes.size * tests
+        else:
+            total += lab.size * (lab.size - 1) // 2
+    return total
+
+
+def _scores(pipe, trials, rows):
+    """The scores of ``pipe`` of the trials ``rows`` of a DevTrials."""
+    E, T = trials.enroll_vectors(), trials.test_vectors()
+    counts = trials.num_utts
+    raw = pipe.score(pipe.features(E, counts), pipe.features(T, 1), trials.enroll_index[rows],
+                     trials.test_index[rows], counts)
+    return np.asarray(raw, dtype=np.float64).reshape(len(rows), -1)[:, 0]
+
+
+def _pipelines(X, y, rows, adapt, labels, lda_dim, asnorm_top_n, seed, names):
+    """{name: pipeline} of the pseudo-trained ``names`` trained on X[rows] and the
+    pseudo-labels ``labels`` (per adaptation sample position; -1: none)."""
+    bases = {n.partition(":")[0] for n in names}
+    parts = fit_systems(X, y, rows, adapt.vectors, adapt.rows, labels, lda_dim,
+                        adapt.mean, bases)
+    cohort = adapt.rows[cohort_rows(labels, seed, labels >= 0)]
+    return {n: pseudo_pipeline(n, parts[n.partition(":")[0]], adapt.vectors, cohort,
+                               asnorm_top_n)
+            for n in names if n.partition(":")[0] in parts}
+
+
+def cross_fit(X, y, rows, adapt, pseudo, asnorm_top_n, seed, dev=None):
+    """{candidate: {"pseudo": scores of the pseudo-speaker trials, "dev": of the development
+    trials or None}} of every pseudo-trained candidate that could be trained on both folds
+    (module doc, 4); a fold's trials scored by the models that never saw its
+    pseudo-speakers."""
+    t = pseudo.trials
+    out = {}
+    for k in range(NUM_FOLDS):
+        try:
+            pipes = _pipelines(X, y, rows, adapt, pseudo.training_labels(k), pseudo.lda_dim,
+                               asnorm_top_n, seed, CANDIDATES)
+        except (ValueError, np.linalg.LinAlgError):
+            pipes = {}
+        mine = np.flatnonzero(pseudo.trial_fold == k)
+        for name in CANDIDATES:
+            got = out.setdefault(name, {"pseudo": np.full(t.num_trials, np.nan),
+                                        "dev": None if dev is None else
+                                        np.zeros(dev.num_trials), "folds": 0})
+            if name not in pipes:
+                continue
+            got["pseudo"][mine] = _scores(pipes[name], t, mine)
+            if dev is not None:
+                got["dev"] += _scores(pipes[name], dev, np.arange(dev.num_trials))
+            got["folds"] += 1
+    return {name: {"pseudo": got["pseudo"], "dev": None if dev is None else
+                   got["dev"] / NUM_FOLDS}
+            for name, got in out.items() if got["folds"] == NUM_FOLDS}
+
+
+def train_final(X, y, adapt, pseudo, name, asnorm_top_n, seed):
+    """(BackendPipeline, LDA dimension) of the pseudo-trained ``name`` on every row of X and
+    every pseudo-speaker; ValueError when it cannot be trained."""
+    pipes = _pipelines(X, y, np.arange(X.shape[0]), adapt, pseudo.clustering.labels,
+                       pseudo.lda_dim, asnorm_top_n, seed, (name,))
+    if name not in pipes:
+        raise ValueError("the pseudo-trained %s could not be trained on all the data" % name)
+    pipe = pipes[name]
+    return pipe, pipe.lda_.affine_matrix_.shape[0] if pseudo.lda_dim else 0
+
+
+def complexity(name, lda_dim, dim, num_speakers):
+    """Trained parameters of a pseudo-trained candidate (models.auto.selection's order): a
+    PLDA at its LDA dimension (+1: it learns from the pseudo-speakers too), the blend's
+    second PLDA, the AS-norm cohort."""
+    width = lda_dim or dim
+    count = trained_parameters(("plda",), lda_dim, dim, num_speakers) + 1
+    count += width * (width + 1) if name.startswith("pseudo_blend") else 0
+    return count + (MAX_COHORT * dim if name.endswith(":as") else 0)
 
 
 def cohort_rows(labels, seed, allowed=None):
@@ -331,8 +528,6 @@ def cohort_rows(labels, seed, allowed=None):
     return pool
 
 
-# -- the in-domain stage ----------------------------------------------------------------------
-
 def lda_dim_for(lda_dims, dim):
     """The LDA dimension of the pseudo-trained systems: the candidate dimension (>0) closest
     to half the vector dimension (the study's scenarios: 100 of 200, 50 of 80, 150 of 256),
@@ -341,94 +536,3 @@ def lda_dim_for(lda_dims, dim):
     the clustering's iteration (training speakers only) by the training speakers - 1."""
     dims = [int(d) for d in lda_dims if 0 < int(d) <= dim]
     return min(dims, key=lambda d: (abs(d - dim / 2.0), d)) if dims else 0
-
-
-def choice_key(name, lda_dim):
-    """The in-domain stage's name of the training folds' choice: its candidate name, or
-    with "@lda<dim>" when it is a baseline's system at another LDA dimension."""
-    if name in ("cosine_raw", "cosine_centred") and int(lda_dim):
-        return "%s@lda%d" % (name, int(lda_dim))
-    return name
-
-
-def baseline_pipelines(dim, adapt_mean):
-    """{raw cosine, centred cosine at LDA none} as fitted pipelines (the adaptation mean)."""
-    identity = np.hstack([np.eye(dim), np.zeros((dim, 1))]).astype(np.float32)
-    return {name: BackendPipeline.from_parts((name,), adapt_mean, identity)
-            for name in ("cosine_raw", "cosine_centred")}
-
-
-def rate(X, y, xrows, A, arows, clustering, lda_dim, adapt_mean, choice, settings,
-         num_speakers):
-    """Every in-domain candidate rated on the pseudo-speaker folds (module doc, 4).
-    ``choice``: (name, lda_dim, BackendPipeline, fusion weights) of the training folds'
-    choice. Returns (rows, complexity, pooled held-out (scores, labels) per candidate)."""
-    from pauc_backend.models.systems import trained_parameters, parse_candidate
-    seed = settings.random_state
-    fold, labels = folds_of(clustering, seed)
-    dim = X.shape[1]
-    pipes = baseline_pipelines(dim, adapt_mean)
-    scorers = {"cosine_raw": pipeline_scorer(pipes["cosine_raw"]),
-               "cosine_centred": pipeline_scorer(pipes["cosine_centred"])}
-    cname, cdim, cpipe, cweights = choice
-    cname = choice_key(cname, cdim)
-    if cname not in scorers:
-        scorers[cname] = pipeline_scorer(cpipe, cweights)
-    names = [n + norm for n in PSEUDO_SYSTEMS for norm in ("", ":as")]
-    per_fold = {}
-    pooled = {}
-    for k in range(NUM_FOLDS):
-        held = np.unique(labels[fold == k])
-        alab = np.where(np.isin(clustering.labels, held), -1, clustering.labels)
-        try:        # a pseudo-trained system that cannot be trained is no candidate
-            parts = fit_systems(X, y, xrows, A, arows, alab, lda_dim, adapt_mean,
-                                set(PSEUDO_SYSTEMS))
-        except (ValueError, np.linalg.LinAlgError):
-            parts = {}
-        cohort = arows[cohort_rows(alab, seed, alab >= 0)]
-        fold_scorers = dict(scorers)
-        for name in names:
-            base = name.partition(":")[0]
-            if base in parts:
-                fold_scorers[name] = pipeline_scorer(pseudo_pipeline(
-                    name, parts[base], A, cohort, settings.asnorm_top_n))
-        E, counts, T, target = fold_trials(A, arows, labels, fold, k, seed)
-        for name, scorer in fold_scorers.items():
-            grid = grid_scores(scorer, E, counts, T)
-            per_fold.setdefault(name, []).append(
-                figures(grid, target, settings.alpha, settings.beta))
-            sc, lab = pooled.setdefault(name, ([], []))
-            sc.append(grid.ravel())
-            lab.append(target.ravel())
-    order = [n for n in per_fold if len(per_fold[n]) == NUM_FOLDS]
-    rows, complexity = [], []
-    w = lda_dim or dim
-    base_plda = trained_parameters(("plda",), lda_dim, dim, num_speakers) + 1
-    for name in order:
-        folds = per_fold[name]
-        row = {"candidate": name, "lda_dim": cdim if name == cname else
-               (lda_dim if name.startswith("pseudo") else 0), "folds": folds}
-        for key in folds[0]:
-            row[key] = float(np.mean([f[key] for f in folds]))
-        rows.append(row)
-        if name.startswith("pseudo"):
-            c = base_plda + (w * (w + 1) if name.startswith("pseudo_blend") else 0)
-            c += MAX_COHORT * dim if name.endswith(":as") else 0
-        elif name == "cosine_raw":
-            c = 0
-        elif name == "cosine_centred":
-            c = dim
-        else:
-            c = trained_parameters(parse_candidate(name.partition("@")[0]), cdim, dim,
-                                   num_speakers)
-        complexity.append(c)
-    data = {n: (np.concatenate(pooled[n][0]), np.concatenate(pooled[n][1])) for n in order}
-    return rows, complexity, data
-
-
-def describe_rating(folds_trials, clustering):
-    return ("%d speaker-disjoint folds of the %d pseudo-speakers of >= %d clustered vectors; "
-            "each fold's pseudo-speakers enrolled by the mean of up to %d of their vectors "
-            "against every other vector of the fold (%s trials); the pseudo-trained systems "
-            "of a fold trained on the training speakers + the other fold's pseudo-speakers"
-            % (NUM_FOLDS, clustering.usable, MIN_RATING_SIZE, MAX_ENROLL, folds_trials))

@@ -19,6 +19,7 @@ PLDA's lambda, the rated rows, the lines for system.txt), which AutoBackend stor
 """
 
 import functools
+import warnings
 from dataclasses import dataclass, fields
 
 from pauc_backend.heartbeat import Heartbeat
@@ -89,11 +90,16 @@ def _silent(message):
     return None
 
 
+def _warn(message):
+    warnings.warn(message, stacklevel=3)
+
+
 class Reporter:
     """Where the cross-fitting reports (see the module doc).
 
     ``log(line)``: one LOG line (the estimator's ``log`` itself, so the line names the
-    module that logs it; silent without one). With a ``progress`` callable, progress notes
+    module that logs it; silent without one). ``warn(line)``: one WARNING (the estimator's
+    ``warn``; without one, Python's warnings.warn). With a ``progress`` callable, progress notes
     go through a Heartbeat (a line at least every ``interval`` seconds of work):
     ``note(**fields)``, ``begin()`` (a pass starts), ``idle()`` (the workers report),
     ``task_progress(where, index, total, done)`` (the progress callable of one fold task),
@@ -101,8 +107,9 @@ class Reporter:
     and return None. ``close()`` stops the heartbeat's thread; ``log`` keeps working.
     """
 
-    def __init__(self, log=None, progress=None, interval=30.0):
+    def __init__(self, log=None, progress=None, interval=30.0, warn=None):
         self.log = log if log is not None else _silent
+        self.warn = warn if warn is not None else _warn
         self.heartbeat = Heartbeat(progress, interval) if progress is not None else None
 
     def note(self, **fields):

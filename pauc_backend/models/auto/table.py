@@ -88,6 +88,12 @@ class TrainingTable:
         groups = None if self.groups is None else np.asarray(self.groups)[rows]
         return self.subset_X, self.y[rows], groups, np.arange(rows.size), text
 
+    def release_subset(self):
+        """Drop the gathered subset of a spooled table once the cross-fitting is over (it is
+        read again from the spool if asked for); a table held in memory keeps none."""
+        if not self.in_memory:
+            self.subset_X = None
+
     def of_crossfit(self, values, crossfit_X):
         """``values`` (one per vector of the table) of the rows of ``crossfit_X`` (what
         ``crossfit`` returned)."""
