@@ -68,13 +68,17 @@ def target_positions(tar_sorted, non_sorted, scores=None, is_target=None, shared
     return positions
 
 
-def min_dcf_sorted(tar_sorted, non_sorted, positions, p_targets, c_miss=1, c_fa=1):
+def min_dcf_sorted(tar_sorted, non_sorted, positions, p_targets, c_miss=1, c_fa=1,
+                   step=1 << 16):
     """``DcfResult`` per prior from ascending scores and the targets' sorted positions.
 
     C_i only rises at a target and only falls along a run of non-targets, so the first minimum
     is position 0, or the end of a run of non-targets, or an earlier position of that run with
     the very same (rounded) cost; only those are evaluated, with compute_min_dcf.py's
-    arithmetic.
+    arithmetic. Along a run every operation of the cost is monotone in i (IEEE rounding is),
+    so the positions of equal cost are the run's last ones: they are found by walking back
+    from its end ``step`` positions at a time (a run can hold nearly every trial, when no
+    target lies below the best threshold; no run-sized array is made).
     """
     num_tar, num_non = tar_sorted.size, non_sorted.size
     size = num_tar + num_non
@@ -94,17 +98,27 @@ def min_dcf_sorted(tar_sorted, non_sorted, positions, p_targets, c_miss=1, c_fa=
         best = int(candidates[np.argmin(cost)])
         before = np.searchsorted(positions, best, side="right")
         last_target = int(positions[before - 1]) if before else -1
-        run = np.arange(best if last_target == best else last_target + 1, best + 1)
-        run_cost, fnr, fpr, cum_tar = costs(run, p)
-        first = int(np.argmax(run_cost == run_cost[-1]))
-        best = int(run[first])
-        if cum_tar[first] and positions[cum_tar[first] - 1] == best:
-            threshold = tar_sorted[cum_tar[first] - 1]
+        run_start = best if last_target == best else last_target + 1
+        end = best + 1                   # run[lo:end] all cost what ``best`` costs
+        lowest = costs(np.array([best]), p)[0][0]
+        while end > run_start:
+            lo = max(run_start, end - step)
+            block_cost = costs(np.arange(lo, end), p)[0]
+            higher = np.flatnonzero(block_cost != lowest)
+            if higher.size:
+                end = lo + int(higher[-1]) + 1
+                break
+            end = lo
+        first = max(end, run_start)
+        run_cost, fnr, fpr, cum_tar = costs(np.array([first]), p)
+        best = first
+        if cum_tar[0] and positions[cum_tar[0] - 1] == best:
+            threshold = tar_sorted[cum_tar[0] - 1]
         else:
-            threshold = non_sorted[best - cum_tar[first]]
+            threshold = non_sorted[best - cum_tar[0]]
         norm = min(c_miss * p, c_fa * (1 - p))
-        results.append(DcfResult(float(run_cost[first] / norm), float(threshold),
-                                 float(fnr[first]), float(fpr[first])))
+        results.append(DcfResult(float(run_cost[0] / norm), float(threshold),
+                                 float(fnr[0]), float(fpr[0])))
     return results
 
 
