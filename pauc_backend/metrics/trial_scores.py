@@ -63,8 +63,9 @@ class TrialScores:
         pass over blocks the non-targets move forward in their order (the targets were
         copied first) and each target's rank among the trials holding its score is counted
         (``dcf.TieRanks``): every minDCF tie between the classes is a run of such trials, so
-        minDCF breaks ties exactly as ``from_trials``. With ``cllr`` Cllr is summed in trial order before the sort (the
-        only metric whose last bits depend on the order); otherwise ``raw`` is gone.
+        minDCF breaks ties exactly as ``from_trials``. With ``cllr`` Cllr is summed in trial
+        order before the sort (the only metric whose last bits depend on the order);
+        otherwise ``raw`` is gone.
         Other inputs (lists, other dtypes, views) go through ``from_trials``; ``step``: the
         trials of one block (for tests)."""
         if not (isinstance(scores, np.ndarray) and scores.dtype in (np.float32, np.float64)
