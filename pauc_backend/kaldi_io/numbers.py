@@ -28,7 +28,7 @@ from fractions import Fraction
 import numpy as np
 
 from pauc_backend.errors import KaldiError
-from pauc_backend.kaldi_io import _memory, streams
+from pauc_backend.kaldi_io import memory, streams
 from pauc_backend.kaldi_io.lines import HIGH_BYTES as _HIGH_BYTES
 from pauc_backend.kaldi_io.lines import LOW_BYTES as _LOW_BYTES
 from pauc_backend.kaldi_io.lines import byte_words as _words
@@ -439,7 +439,7 @@ def _parse_piece(piece, first_line=1, name=None):
 
 
 def _collect(parsed):
-    scores, labels = _memory.GrowingArray(np.float32), _memory.GrowingArray(bool)
+    scores, labels = memory.GrowingArray(np.float32), memory.GrowingArray(bool)
     for chunk_scores, chunk_labels in parsed:
         scores.append(chunk_scores)
         labels.append(chunk_labels)
