@@ -8,8 +8,8 @@ line by line, that the two key columns hold the same bytes, and that the pairs s
 otherwise have to rule out with a table of every pair. It returns ``(scores float64,
 is_target bool)`` in file order (9 bytes a trial, nothing else grows with the lists) exactly as
 the join (``keyed.keyed_score_labels``) would, or None at the first line that does not fit
-(other orders, keys over 48 bytes, anything malformed, a pipe or stdin, which cannot be read
-twice): the caller then joins by key from the start, and that path reports every problem with
+(other orders, keys over 48 bytes, anything malformed or a NaN or infinite score, a pipe or
+stdin, which cannot be read twice): the caller then joins by key from the start, and that path reports every problem with
 its own words. A list that fails late costs one extra read of the files, never another answer.
 """
 
@@ -122,7 +122,7 @@ def _read(scores_rx, trials_rx, chunk_bytes, trials_chunk_bytes):
             last = _pair(chunk, line + count - 1)
             is_target.append(labels)
             line += count
-        scores.append(chunk.floats(2))
+        scores.append(chunk.floats(2, finite=True))
     if not scores.size or not trials.exhausted():
         return None
     return scores.array(), is_target.array()

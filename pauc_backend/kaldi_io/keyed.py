@@ -331,13 +331,15 @@ class _ArrayChunk:
     def token(self, index, row):
         return self._tokens[index][row].decode("utf-8", "replace")
 
-    def floats(self, index):
+    def floats(self, index, finite=False):
         return self._values
 
 
-def iter_join(log, base, keys, tables, base_noun="scores", base_what="scores file"):
+def iter_join(log, base, keys, tables, base_noun="scores", base_what="scores file",
+              finite=False):
     """Stream the base (an rxfilename of ``<key1> <key2> <score>`` lines, or a tuple ``(name,
-    key1, key2, scores)`` of arrays) against in-memory ``tables`` sharing ``keys``.
+    key1, key2, scores)`` of arrays) against in-memory ``tables`` sharing ``keys``; with
+    ``finite`` a NaN or infinite base score is a KaldiError naming its line and key pair.
 
     Yields a JoinedChunk per chunk of the base, in base order. When the base is exhausted,
     WARNs once per table about its rows no base line matched and once about base lines with
@@ -376,8 +378,9 @@ def iter_join(log, base, keys, tables, base_noun="scores", base_what="scores fil
             found_rows.append(rows)
         total += chunk.num_lines
         rows = np.flatnonzero(keep)
-        base_values = chunk.floats(2)[rows] if rows.size < chunk.num_lines else \
-            chunk.floats(2)
+        base_values = chunk.floats(2, finite=finite)
+        if rows.size < chunk.num_lines:
+            base_values = base_values[rows]
         yield JoinedChunk(chunk, rows, base_values,
                           [table.values(r[rows]) for table, r in zip(tables, found_rows)],
                           *((ids1[rows], ids2[rows]) if tables else ()))
@@ -496,9 +499,10 @@ def keyed_score_labels(log, scores_rx, trials, key_ids=False):
     """compute_min_dcf.py's inputs joined by key: ``(scores float64, is_target)`` of the scored
     trials in the scores file's order (its tie order), and with ``key_ids`` their ``(ids1,
     ids2)`` in ``trials.keys``. Scores with no trial and trials with no score are WARNed about
-    once each; KaldiError if no score belongs to a trial."""
+    once each; KaldiError if no score belongs to a trial, or at the first NaN or infinite
+    score (naming its line and key pair)."""
     scores, (is_target,), *ids = join_columns(log, scores_rx, trials.keys, [trials],
-                                              key_ids=key_ids)
+                                              key_ids=key_ids, finite=True)
     if scores.size == 0:
         raise KaldiError("No score in %s belongs to a trial in %s" % (
             streams.printable(scores_rx), streams.printable(trials.name)))

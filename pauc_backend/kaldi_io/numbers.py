@@ -5,8 +5,8 @@ of many, and compute-eer's ``score target|nontarget`` input (streamed in chunks)
 lines (``getline``; a last line without a newline counts) split on spaces and tabs with empty
 fields dropped, exactly two fields, the score parsed by ``ConvertStringToReal<float>`` (strtof,
 correctly rounded to float32, surrounding \\r\\v\\f allowed, ``inf``/``nan`` words accepted,
-overflow refused), the label ``target`` or ``nontarget``. NaN scores, which Kaldi accepts and then
-sorts into nonsense, are refused here.
+overflow refused), the label ``target`` or ``nontarget``. NaN and infinite scores, which Kaldi
+accepts and then sorts into nonsense, are refused here (naming the line).
 
 Speed: the text is cut into 1 MB chunks at newlines; a chunk of canonical lines
 (``<number> <label>\n``, one blank; tabs and extra blanks are first normalised) is parsed with
@@ -117,8 +117,9 @@ def _parse_lines_exactly(piece, first_line=1, name=None):
         else:
             raise KaldiError("Invalid input line (second field must be 'target' or "
                              "'nontarget')" + where)
-        if math.isnan(value):
-            raise KaldiError("Invalid input line (score is NaN): " + _text(line) + where)
+        if not math.isfinite(value):
+            raise KaldiError("Invalid input line (score is %s): " % (
+                "NaN" if math.isnan(value) else "infinite") + _text(line) + where)
         scores[index] = value
     return scores, is_target
 
@@ -416,7 +417,7 @@ def _parse_canonical(piece):
         scores[rest], ok[rest] = parse_long_decimals(buf, starts[rest], blank[rest] - starts[rest])
     for index in np.flatnonzero(~ok):
         value = kaldi_string_to_float(piece[starts[index] - _FRONT:blank[index] - _FRONT])
-        if value is None or math.isnan(value):
+        if value is None or not math.isfinite(value):
             return None
         scores[index] = value
     return scores, is_target

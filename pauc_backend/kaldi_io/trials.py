@@ -163,9 +163,10 @@ class FieldChunk:
                                  _swapped_hint(label) if line == 1 else ""))
         return is_target
 
-    def floats(self, index):
+    def floats(self, index, finite=False):
         """Field ``index`` as float64, as Python's ``float`` reads it; KaldiError naming the
-        line of the first field that is not a number."""
+        line of the first field that is not a number (with ``finite``, or that is NaN or
+        infinite: then the key pair of fields 0 and 1 is named too)."""
         from pauc_backend.kaldi_io.numbers import parse_decimal_tokens
         starts, lengths = self.columns[index]
         values, ok = parse_decimal_tokens(self.buf, starts, lengths, double=True)
@@ -185,15 +186,20 @@ class FieldChunk:
                     except ValueError:
                         raise _bad_score(text, self.first_line + row, self.rx) from None
                 raise
-        infinite = np.flatnonzero(np.isinf(values))
-        if infinite.size:   # a number too large for a double (1e400), not a written inf
-            texts = _gather_str(self.buf, starts[infinite], starts[infinite] + lengths[infinite],
-                                False)
-            for row, text in zip(infinite.tolist(), texts.tolist()):
-                if b"inf" not in text.lower():
-                    raise KaldiError("Bad score '%s' on line %d of %s: out of range" % (
-                        text.decode(errors="replace"), self.first_line + row,
-                        streams.printable(self.rx)))
+        # a number too large for a double (1e400) is out of range; a written inf, and NaN, are
+        # numbers unless ``finite``: the first line of either kind is reported
+        bad = np.flatnonzero(~np.isfinite(values) if finite else np.isinf(values))
+        if bad.size:
+            texts = _gather_str(self.buf, starts[bad], starts[bad] + lengths[bad], False)
+            for row, text in zip(bad.tolist(), texts.tolist()):
+                where = (text.decode(errors="replace"), self.first_line + row,
+                         streams.printable(self.rx))
+                if np.isinf(values[row]) and b"inf" not in text.lower():
+                    raise KaldiError("Bad score '%s' on line %d of %s: out of range" % where)
+                if finite:
+                    raise KaldiError("Bad score '%s' on line %d of %s%s: not a finite number" % (
+                        where + (" (trial '%s %s')" % (self.token(0, row), self.token(1, row))
+                                 if index >= 2 else "",)))
         return values
 
 
