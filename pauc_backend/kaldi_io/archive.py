@@ -19,7 +19,7 @@ import struct
 import numpy as np
 
 from pauc_backend.errors import KaldiError
-from pauc_backend.kaldi_io import _memory, codec, streams
+from pauc_backend.kaldi_io import codec, memory, streams
 from pauc_backend.kaldi_io.codec import ByteCursor, token_match
 from pauc_backend.kaldi_io.holders import HOLDERS, decode_token
 from pauc_backend.kaldi_io.lines import UTF8_BOM, parse_growing, regular_file
@@ -268,7 +268,7 @@ class _Rows:
             # page while copying
             start = self.populated
             self.populated = min(max(need * self.row_bytes, start + (1 << 25)), len(self.mm))
-            _memory.populate(self.mm, start, self.populated - start)
+            memory.populate(self.mm, start, self.populated - start)
         return self._view(self.n, extra)
 
     def result(self):
