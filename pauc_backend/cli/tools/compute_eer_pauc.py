@@ -14,14 +14,10 @@ from pauc_backend.metrics.registry import Setting, columns, setting_of
 
 USAGE = """
 Computes the equal error rate exactly as Kaldi's compute-eer, and also minDCF (as
-sid/compute_min_dcf.py), pAUC over an FPR band (the paper's eq. 5), AUC and average precision.
-With one argument the input is compute-eer's: lines <score> target|nontarget; with two, a scores
-file <key1> <key2> <score> is joined by key with a trials file <key1> <key2> target|nontarget.
-With --report=kaldi stdout is only the EER in percent (%.4g, no newline), as compute-eer; the
-other metrics are logged. --report=table prints one aligned row, --report=json one object.
-Memory: 5 bytes a trial piped (float32 score, label); keyed, 9 bytes (float64 score, as
-compute_min_dcf.py reads, and label) when the scores list the trials' pairs in the trials'
-order and that order ascends, else about 18 while joining by key; plus ~35 MB.
+sid/compute_min_dcf.py), pAUC over an FPR band (the paper's eq. 5), AUC and average precision;
+with --llr also actDCF, Cllr and minCllr. With one argument the input is compute-eer's: lines
+<score> target|nontarget; with two, a scores file <key1> <key2> <score> is joined by key with
+a trials file <key1> <key2> target|nontarget. --report=kaldi prints only the EER, as compute-eer.
 
 Usage: compute-eer-pauc [options] <scores-in>
    or: compute-eer-pauc [options] <scores-rxfilename> <trials-rxfilename>
@@ -32,7 +28,7 @@ e.g.: paste data/trials scores | awk '{print $6, $3}' | compute-eer-pauc -
 """ + extras.HELP_TEXT + """
 """
 
-tool = Tool("compute-eer-pauc", USAGE)
+tool = Tool("compute-eer-pauc", USAGE, docs="docs/tool-reference.md#compute-eer-pauc")
 pauc_options.register_band(tool)
 tool.register("p-target", "0.01", "Prior(s) of a target trial for minDCF (and actDCF), "
               "comma-separated, e.g. 0.01,0.005")

@@ -16,7 +16,7 @@ Usage: plot-det-roc [options] <trials-rxfilename> <label>:<scores-rxfilename> [<
 e.g.: plot-det-roc --output=det.png --output-roc=roc.png data/trials PLDA:exp/plda pAUC:exp/pauc
 """
 
-tool = Tool("plot-det-roc", USAGE)
+tool = Tool("plot-det-roc", USAGE, docs="docs/tool-reference.md#plot-det-roc")
 tool.register("output", "det.png", "Where to write the DET plot (.png or .pdf)")
 tool.register("output-roc", "", "Where to write the ROC plot (.png or .pdf); empty: no ROC plot")
 tool.register("title", "", "Title of the plots (default: 'DET curve' and 'ROC curve')")

@@ -37,7 +37,7 @@ The systems (--candidates; each optionally with ':as' for AS-norm against the tr
 speakers' means, or '+'-joined linear fusions, whose weights are also cross-fitted):
 %(systems)s""" % {"systems": systems_help()}
 
-tool = Tool("train-pauc-auto", USAGE)
+tool = Tool("train-pauc-auto", USAGE, docs="docs/auto-backend.md")
 for _param in auto_params.options():      # declared once, in models/auto/params.py
     pauc_options.register(tool, _param)
 tool.check(pauc_options.check_band)
