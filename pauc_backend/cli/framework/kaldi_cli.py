@@ -236,7 +236,6 @@ class Tool:
     def __init__(self, name, usage, docs=None):
         self.name = name
         self.usage = help_layout(name, usage, docs)
-        self.docs = docs
         self._options = {}
         self._aliases = {}
         self._checks = []
