@@ -20,11 +20,19 @@ and its own peak RSS (``os.wait4``'s ru_maxrss, as /usr/bin/time's %M), per form
 
 With --old-bin DIR the same rows are measured for another checkout's tools (e.g. main's) and
 their stdout compared with ours (benchmarks/compare_eval_outputs.py compares every report).
-Issue 35's bars at 3x10^7: piped <= 600 MB, keyed <= 1.2 GB. Figures are only evidence when
+Each row gives the wall time, the CPU time (user + system) and the peak RSS.
+
+--variants adds the same rows on scores derived from the fixture's (made once beside it with
+awk, as issue 43 made them): ``inverted`` is -(score + 10) with five decimals (negative
+9-character scores such as -32.80135, every target ranked low: minDCF's best threshold ends
+a run of nearly every trial), ``quantised`` the score with one decimal (ties across the
+classes everywhere). Issue 35's bars at 3x10^7: piped <= 600 MB, keyed <= 1.2 GB; issue 43's,
+whatever the score text: piped <= 300 MB, keyed <= 450 MB. Figures are only evidence when
 the machine is otherwise idle: the load average is printed before and after each size.
 
     python benchmarks/bench_eval_fixture.py [--dir ../bench-fixture] [--sizes 10M,30M]
         [--reports table,json,kaldi] [--bin DIR] [--old-bin DIR] [--kaldi-root DIR]
+        [--no-kaldi] [--variants fixture,inverted,quantised]
 """
 
 import argparse
@@ -82,9 +90,33 @@ def make_fixture(directory, bin_dir, sizes):
     return files
 
 
+VARIANTS = {   # name: (awk expression of a scores file's third field, its printf format)
+    "inverted": ("-($3 + 10)", "%.5f"),
+    "quantised": ("$3", "%.1f"),
+}
+
+
+def derived(files, name):
+    """(scores, trials, piped) of variant ``name`` of the fixture's ``files`` (made once, beside
+    the fixture's scores; "fixture": the files themselves)."""
+    if name == "fixture":
+        return files
+    scores, trials, _ = files
+    expression, spec = VARIANTS[name]
+    new_scores, new_piped = scores + "." + name, scores + "." + name + ".piped"
+    if not os.path.exists(new_piped):
+        _run("awk '{printf \"%%s %%s %s\\n\", $1, $2, %s}' '%s' > '%s.tmp' && mv '%s.tmp' '%s'"
+             % (spec, expression, scores, new_scores, new_scores, new_scores), shell=True)
+        _run("paste -d' ' <(cut -d' ' -f3 '%s') <(cut -d' ' -f3 '%s') > '%s.tmp' && "
+             "mv '%s.tmp' '%s'" % (new_scores, trials, new_piped, new_piped, new_piped),
+             shell=True, executable="/bin/bash")
+    return new_scores, trials, new_piped
+
+
 def measured(command, stdin=None):
-    """(wall seconds, peak RSS bytes, exit status, stdout, stderr) of one run; the peak is the
-    child's own ru_maxrss from os.wait4 (with its reaped children's: a pipe's command)."""
+    """(wall seconds, peak RSS bytes, exit status, stdout, stderr, CPU seconds) of one run; the
+    peak and the CPU time (user + system) are the child's own from os.wait4 (with its reaped
+    children's: a pipe's command)."""
     with open(stdin or os.devnull, "rb") as source, tempfile.TemporaryFile() as out, \
             tempfile.TemporaryFile() as err:
         start = time.monotonic()
@@ -94,7 +126,8 @@ def measured(command, stdin=None):
         wall = time.monotonic() - start
         out.seek(0)
         err.seek(0)
-        return wall, usage.ru_maxrss * 1024, proc.returncode, out.read(), err.read()
+        return (wall, usage.ru_maxrss * 1024, proc.returncode, out.read(), err.read(),
+                usage.ru_utime + usage.ru_stime)
 
 
 def kaldi_compute_eer(kaldi_root):
@@ -137,35 +170,45 @@ def main():
     parser.add_argument("--bin", default=os.path.join(ROOT, "bin"))
     parser.add_argument("--old-bin", default="")
     parser.add_argument("--kaldi-root", default="")
+    parser.add_argument("--no-kaldi", action="store_true")
+    parser.add_argument("--variants", default="fixture")
     parser.add_argument("--make-only", action="store_true")
     args = parser.parse_args()
     sizes = [s for s in args.sizes.split(",") if s]
     for size in sizes:
         if size not in TRIALS:
             raise SystemExit("unknown size %s (10M, 30M)" % size)
+    variants = [v for v in args.variants.split(",") if v]
+    for variant in variants:
+        if variant != "fixture" and variant not in VARIANTS:
+            raise SystemExit("unknown variant %s (fixture, %s)" % (variant, ", ".join(VARIANTS)))
     os.makedirs(args.dir, exist_ok=True)
-    files = make_fixture(os.path.abspath(args.dir), args.bin, sizes)
+    fixture = make_fixture(os.path.abspath(args.dir), args.bin, sizes)
+    files = {(size, variant): derived(fixture[size], variant)
+             for size in sizes for variant in variants}
     if args.make_only:
         return
-    kaldi = kaldi_compute_eer(args.kaldi_root)
+    kaldi = None if args.no_kaldi else kaldi_compute_eer(args.kaldi_root)
     reports = [r for r in args.reports.split(",") if r]
     print("%s  %d CPUs; ours: %s (%s)%s; Kaldi: %s" % (
         datetime.datetime.now().isoformat(timespec="minutes"), os.cpu_count(), args.bin,
         _revision(args.bin), "; old: %s (%s)" % (args.old_bin, _revision(args.old_bin))
-        if args.old_bin else "", kaldi or "not found"))
-    for size in sizes:
+        if args.old_bin else "", kaldi or "not run"))
+    for size, variant in files:
         n = TRIALS[size]
-        rows = [("kaldi compute-eer piped", [kaldi, "-"], files[size][2])] if kaldi else []
-        rows += rows_for("ours", args.bin, files[size], reports)
+        these = files[size, variant]
+        rows = [("kaldi compute-eer piped", [kaldi, "-"], these[2])] if kaldi else []
+        rows += rows_for("ours", args.bin, these, reports)
         if args.old_bin:
-            rows += rows_for("old", args.old_bin, files[size], reports)
-        print("\n%s trials (load average before: %.2f)" % (size, os.getloadavg()[0]))
-        outputs = {}
+            rows += rows_for("old", args.old_bin, these, reports)
+        print("\n%s trials, %s scores (load average before: %.2f)" % (
+            size, variant, os.getloadavg()[0]))
+        outputs, cpu = {}, {}
         for name, command, stdin in rows:
-            wall, rss, status, out, err = measured(command, stdin)
-            outputs[name] = out
-            print("  %-42s %7.1f s  peak %6.0f MB  %5.1f B/trial%s" % (
-                name, wall, rss / 1e6, rss / n, "" if status == 0 else
+            wall, rss, status, out, err, seconds = measured(command, stdin)
+            outputs[name], cpu[name] = out, seconds
+            print("  %-42s %7.1f s  %6.1f s CPU  peak %6.0f MB  %5.1f B/trial%s" % (
+                name, wall, seconds, rss / 1e6, rss / n, "" if status == 0 else
                 "  EXIT %d: %s" % (status, err.decode(errors="replace").strip()[-300:])),
                 flush=True)
         if kaldi:
@@ -173,10 +216,11 @@ def main():
             print("  Kaldi's EER on stdout %s ours (%s)" % (
                 "equals" if same else "DIFFERS FROM", outputs["ours piped"].decode()))
         if args.old_bin:
-            for name, _, _ in rows_for("ours", args.bin, files[size], reports):
+            for name, _, _ in rows_for("ours", args.bin, these, reports):
                 old = name.replace("ours", "old", 1)
-                print("  %-42s stdout %s" % (name, "same as old" if outputs[name] ==
-                                             outputs[old] else "DIFFERS from old"))
+                print("  %-42s stdout %s, CPU time %.2fx old's" % (
+                    name, "same as old" if outputs[name] == outputs[old] else
+                    "DIFFERS from old", cpu[name] / cpu[old]))
         print("  (load average after: %.2f)" % os.getloadavg()[0])
 
 

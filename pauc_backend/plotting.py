@@ -11,6 +11,11 @@ matplotlib is imported inside the functions, so tools that do not plot never loa
 - Legends sit below the axes, so they never hide a curve, the band or a corner.
 - ROC: true-positive rate against false-positive rate on a log axis (the low-FPR end is where
   the pAUC lives), with the pAUC band [alpha, beta] shaded.
+- NBER: BOSARIS's normalised Bayes error-rate plot of calibrated LLR scores
+  (``metrics.llr.bayes_error_curve`` defines and computes the curves): for each system its
+  actual (solid) and minimum (dashed, same colour) normalised DCF against the prior log-odds,
+  the default (prior-only) line at 1 dotted, the priors of ``p_targets`` as vertical lines;
+  y from 0 to 1.2, where the interesting part of a speaker detector's curves lies.
 """
 
 import io
@@ -21,11 +26,13 @@ from scipy.special import ndtri
 
 from pauc_backend.errors import KaldiError
 
-__all__ = ["det_figure", "roc_figure", "plot_det", "plot_roc", "check_plot_name", "DET_LABELS",
-           "ROC_LABELS"]
+__all__ = ["det_figure", "roc_figure", "nber_figure", "plot_det", "plot_roc", "plot_nber",
+           "check_plot_name", "DET_LABELS", "ROC_LABELS", "NBER_LABELS"]
 
 DET_LABELS = ("False alarm rate (%)", "Miss rate (%)")
 ROC_LABELS = ("False positive rate", "True positive rate")
+NBER_LABELS = ("Prior log-odds logit(P_tar)", "Normalised DCF")
+NBER_YMAX = 1.2
 _DET_TICKS = np.array([0.0001, 0.0005, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.4])
 
 
@@ -133,6 +140,39 @@ def roc_figure(systems, alpha=0.0, beta=0.01, title=None):
     return fig
 
 
+def nber_figure(systems, p_targets=(), c_miss=1.0, c_fa=1.0, prior_log_odds=None,
+                title=None):
+    """A matplotlib Figure with the normalised Bayes error-rate curves of ``systems`` (their
+    scores read as calibrated LLRs); ``p_targets`` with ``c_miss``/``c_fa`` are marked at their
+    effective prior's log-odds, log(p c_miss / ((1 - p) c_fa))."""
+    from pauc_backend.metrics.llr import NBER_LOG_ODDS, bayes_error_curve
+    plt = _pyplot()
+    grid = NBER_LOG_ODDS if prior_log_odds is None else prior_log_odds
+    fig, ax = plt.subplots(figsize=(6, 5))
+    for index, (label, trials) in enumerate(systems):
+        curve = bayes_error_curve(trials, grid)
+        style = line_style(index)
+        line, = ax.plot(curve.prior_log_odds, curve.act_dcf, linestyle="-",
+                        marker=style["marker"], markersize=4, markevery=0.1,
+                        label="%s: actual (actDCF)" % label)
+        ax.plot(curve.prior_log_odds, curve.min_dcf, linestyle="--", color=line.get_color(),
+                label="%s: minimum (minDCF)" % label)
+    ax.axhline(1.0, linestyle=":", color="k", lw=1, label="default: the prior alone")
+    for p in p_targets:
+        x = float(np.log(p * c_miss) - np.log((1 - p) * c_fa))
+        ax.axvline(x, color="0.6", lw=0.8)
+        ax.annotate("P_tar %g" % p, (x, NBER_YMAX), xytext=(2, -10),
+                    textcoords="offset points", fontsize="x-small", color="0.4")
+    ax.set_xlim(float(grid[0]), float(grid[-1]))
+    ax.set_ylim(0, NBER_YMAX)
+    ax.set_xlabel(NBER_LABELS[0])
+    ax.set_ylabel(NBER_LABELS[1])
+    ax.grid(True, color="0.85")
+    ax.set_title(title or "Normalised Bayes error rate")
+    _legend_below(ax)
+    return fig
+
+
 def _legend_below(ax, **kwargs):
     """The legend under the axes, below the tick labels and x label, where it hides no data
     (inside, 6-9 systems covered the pAUC band of the ROC and the low-false-alarm corner of
@@ -172,3 +212,8 @@ def plot_det(systems, wxfilename, p_target=0.01, c_miss=1, c_fa=1, title=None):
 def plot_roc(systems, wxfilename, alpha=0.0, beta=0.01, title=None):
     """Write the ROC plot of ``systems`` with the [alpha, beta] band to ``wxfilename``."""
     _save(roc_figure(systems, alpha, beta, title), wxfilename)
+
+
+def plot_nber(systems, wxfilename, p_targets=(), c_miss=1.0, c_fa=1.0, title=None):
+    """Write the normalised Bayes error-rate plot of ``systems`` to ``wxfilename``."""
+    _save(nber_figure(systems, p_targets, c_miss, c_fa, title=title), wxfilename)

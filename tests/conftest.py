@@ -15,7 +15,8 @@ from hypothesis import HealthCheck, settings
 # The one helper for missing prerequisites (skip; a failure under CI=true) and the CI=true hooks
 # that fail the run on any skip (tests/prerequisites.py); hooks count only when named here.
 from prerequisites import (in_ci, missing, need, need_module, need_program,  # noqa: F401
-                           pytest_runtest_makereport, pytest_sessionfinish)
+                           pytest_runtest_makereport, pytest_sessionfinish,
+                           pytest_terminal_summary)
 
 # The suite must give the same verdict on every run and under any machine load: property tests
 # draw a fixed sequence of examples (derandomize) and have no time limits. Explore with fresh

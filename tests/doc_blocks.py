@@ -6,9 +6,9 @@ and benchmarks/bench_quickstart.py (so the benchmark times exactly what the test
 Command blocks, by their info string:
   ```sh         run as written (README: in a directory holding the quick start's files, see
                 ``make_quickstart_corpus``; docs/: in one holding ``make_docs_corpus``'s data/)
-  ```sh no-run  not run; the text just before it must say why ("Not run by ..."), and every
-                command in it must be one of our tools or recipes, with options its --help
-                lists (or a known outside command: ``EXTERNAL``)
+  ```sh no-run  not run; the text just before or just after it must say why ("Not run by
+                ..."), and every command in it must be one of our tools or recipes, with
+                options its --help lists (or a known outside command: ``EXTERNAL``)
   ```python     run as written
   ```text       output shown, never a command of ours
 Any other info string is an error, so no command block escapes the tests.
@@ -44,24 +44,28 @@ FACT_FILES = [README, *DOCS, REPO / "recipes" / "README.md"]
 
 INFO_STRINGS = ("sh", "sh no-run", "python", "text")
 # Commands of no-run blocks that are not ours: an installer, Kaldi's own scripts, the shell.
-EXTERNAL = {"pip", "python", "cd", "mkdir", "head", "cat", "awk", "echo", "cut",
+EXTERNAL = {"pip", "python", "cd", "mkdir", "cp", "head", "cat", "awk", "echo", "cut",
             "utils/subset_data_dir_tr_cv.sh"}
 SHELL_WORDS = {"do", "done", "then", "fi", "else", "{", "}"}
 
-Block = namedtuple("Block", "info body line reason")
+Block = namedtuple("Block", "info body line reason after")
 
 
 def fenced_blocks(path):
-    """Every fenced block of a Markdown file: info string, body, first line number and the
-    text between the previous block (or heading) and this one (where a no-run block says
-    why it is not run)."""
+    """Every fenced block of a Markdown file: info string, body, first line number, the
+    text between the previous block (or heading) and this one, and the text from this one to
+    the next block or heading (a no-run block says why it is not run right above or right
+    below it)."""
     text = Path(path).read_text()
     blocks = []
     for match in re.finditer(r"^```([^\n]*)\n(.*?)^```[ \t]*$", text, re.M | re.S):
         before = text[:match.start()]
         cut = max(before.rfind("```"), before.rfind("\n#"))
+        rest = text[match.end():]
+        ends = [i for i in (rest.find("```"), rest.find("\n#")) if i >= 0]
         blocks.append(Block(match.group(1).strip(), match.group(2),
-                            before.count("\n") + 1, before[cut + 1:] if cut >= 0 else before))
+                            before.count("\n") + 1, before[cut + 1:] if cut >= 0 else before,
+                            rest[:min(ends)] if ends else rest))
     return blocks
 
 

@@ -10,6 +10,11 @@ into a failure, whatever raised it (a bare ``pytest.skip``, a ``skipif`` mark, a
 fixture), and end the session with a non-zero status when anything was still counted as
 skipped (a module skipped at collection): a green CI run means every test ran. A deliberate
 ``xfail`` is not a skip.
+
+Without ``CI`` a run that skipped tests for want of ``../shared`` (a ``need`` of data beside the
+checkout, or the Kaldi kit it holds) ends with one line counting them and saying where
+../shared was looked for and where docs/testing.md says what it holds, so a green run with
+hundreds of skips explains itself.
 """
 
 import importlib
@@ -19,7 +24,14 @@ from pathlib import Path
 
 import pytest
 
-__all__ = ["in_ci", "missing", "need", "need_program", "need_module"]
+__all__ = ["in_ci", "missing", "need", "need_program", "need_module", "SHARED_NOTICE"]
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+# What the skips for want of ../shared say: need()'s reason, and the Kaldi kit's (interop).
+_SHARED_REASONS = ("is not beside the checkout", "../shared/kaldi-ref")
+SHARED_NOTICE = ("%d test(s) skipped for want of ../shared (golden Kaldi outputs, real corpora, "
+                 "the Kaldi kit), looked for at %s: docs/testing.md says what it holds; "
+                 "-rs lists them")
 
 
 def in_ci():
@@ -88,3 +100,15 @@ def pytest_sessionfinish(session, exitstatus):
         if reporter is not None:
             reporter.write_line("CI=true: %d test(s) skipped: failing the run" % len(skipped),
                                 red=True)
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """One line counting the tests skipped for want of ../shared (module doc), after the short
+    summary of -ra/-rs (which lists each skip), just above the closing count."""
+    yield
+    skipped = terminalreporter.stats.get("skipped", [])
+    count = sum(any(mark in _skip_reason(report) for mark in _SHARED_REASONS)
+                for report in skipped)
+    if count:
+        terminalreporter.write_line(SHARED_NOTICE % (count, SHARED), yellow=True, bold=True)

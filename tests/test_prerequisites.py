@@ -111,10 +111,26 @@ def test_without_ci_the_same_suite_skips_and_passes(tmp_path):
     assert "1 passed" in summary and "7 skipped" in summary and "1 xfailed" in summary, out
 
 
+@pytest.mark.parametrize("workers", [0, 2])
+def test_without_ci_one_line_counts_the_skips_for_want_of_shared(tmp_path, workers):
+    """Issue 42: a newcomer's green run skipped 17 % of the suite and said nothing about why.
+    need()'s skip (data not beside the checkout) is counted; the other skips are not."""
+    import prerequisites
+    status, out = run_child(tmp_path, False, workers)
+    assert status == 0, out
+    notices = [l for l in out.splitlines() if "skipped for want of ../shared" in l]
+    assert notices == [prerequisites.SHARED_NOTICE % (1, prerequisites.SHARED)], out
+    lines = out.strip().splitlines()
+    assert lines[-2] == notices[0], out             # after -rA's list, above the closing count
+    assert "docs/testing.md" in notices[0]
+    status, out = run_child(tmp_path, False, workers, only=("test_pass.py",))
+    assert status == 0 and "for want of ../shared" not in out, out
+
+
 def test_the_suite_itself_runs_under_these_hooks(request):
     """tests/conftest.py registers the hooks checked above for this very suite."""
     import conftest
     import prerequisites
-    for name in ("pytest_runtest_makereport", "pytest_sessionfinish"):
+    for name in ("pytest_runtest_makereport", "pytest_sessionfinish", "pytest_terminal_summary"):
         assert getattr(conftest, name) is getattr(prerequisites, name), name
     assert request.config.pluginmanager.is_registered(conftest)

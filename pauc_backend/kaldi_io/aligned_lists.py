@@ -8,23 +8,21 @@ line by line, that the two key columns hold the same bytes, and that the pairs s
 otherwise have to rule out with a table of every pair. It returns ``(scores float64,
 is_target bool)`` in file order (9 bytes a trial, nothing else grows with the lists) exactly as
 the join (``keyed.keyed_score_labels``) would, or None at the first line that does not fit
-(other orders, keys over 48 bytes, anything malformed, a pipe or stdin, which cannot be read
-twice): the caller then joins by key from the start, and that path reports every problem with
+(other orders, keys over 48 bytes, anything malformed or a NaN or infinite score, a pipe or
+stdin, which cannot be read twice): the caller then joins by key from the start, and that path reports every problem with
 its own words. A list that fails late costs one extra read of the files, never another answer.
 """
 
 import numpy as np
 
 from pauc_backend.errors import KaldiError
-from pauc_backend.kaldi_io import _memory
-from pauc_backend.kaldi_io.key_index import _token_words
-from pauc_backend.kaldi_io.keyed import _labels
-from pauc_backend.kaldi_io.lines import regular_file
+from pauc_backend.kaldi_io import memory
+from pauc_backend.kaldi_io.lines import regular_file, token_words
 from pauc_backend.kaldi_io.trials import iter_fields
 
 __all__ = ["read_same_order"]
 
-_MAX_KEY_BYTES = 48      # what FieldChunk's padding lets _token_words read as 8-byte words
+_MAX_KEY_BYTES = 48      # what FieldChunk's padding lets token_words read as 8-byte words
 _CHUNK_BYTES = 1 << 20   # per file. On the bench fixture at 10^7 trials (busy machine) the
 #                          reading peaked at 147 MB with 1 MB chunks, 216 MB with iter_fields'
 #                          4 MB (their temporaries, which glibc keeps once freed), 128 MB with
@@ -42,7 +40,7 @@ def _key_words(chunk, index, lo, hi):
     starts, lengths = starts[lo:hi], lengths[lo:hi]
     if int(lengths.max()) > _MAX_KEY_BYTES:
         raise _NotAligned
-    return _token_words(chunk.buf, starts, lengths).byteswap(), lengths
+    return token_words(chunk.buf, starts, lengths).byteswap(), lengths
 
 
 def _strictly_ascending(rows):
@@ -76,7 +74,7 @@ class _Trials:
                 self._chunk = next(self._chunks, None)
                 if self._chunk is None:
                     raise _NotAligned                 # fewer trials than scores
-                self._labels = _labels(self._chunk, 2).astype(bool)
+                self._labels = self._chunk.labels(2)
                 self._at = 0
             hi = min(self._chunk.num_lines, self._at + count)
             yield self._chunk, self._at, hi, self._labels[self._at:hi]
@@ -102,8 +100,8 @@ def read_same_order(scores_rx, trials_rx, chunk_bytes=_CHUNK_BYTES,
 
 
 def _read(scores_rx, trials_rx, chunk_bytes, trials_chunk_bytes):
-    scores = _memory.GrowingArray(np.float64)
-    is_target = _memory.GrowingArray(bool)
+    scores = memory.GrowingArray(np.float64)
+    is_target = memory.GrowingArray(bool)
     trials = _Trials(iter_fields(trials_rx, (3,), "trials file", trials_chunk_bytes))
     last = None                    # (key1, key2) bytes of the line before
     for chunk in iter_fields(scores_rx, (3,), "scores file", chunk_bytes):
@@ -124,7 +122,7 @@ def _read(scores_rx, trials_rx, chunk_bytes, trials_chunk_bytes):
             last = _pair(chunk, line + count - 1)
             is_target.append(labels)
             line += count
-        scores.append(chunk.floats(2))
+        scores.append(chunk.floats(2, finite=True))
     if not scores.size or not trials.exhausted():
         return None
     return scores.array(), is_target.array()

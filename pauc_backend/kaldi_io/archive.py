@@ -19,10 +19,11 @@ import struct
 import numpy as np
 
 from pauc_backend.errors import KaldiError
-from pauc_backend.kaldi_io import _memory, codec, streams
+from pauc_backend.kaldi_io import codec, memory, streams
 from pauc_backend.kaldi_io.codec import ByteCursor, token_match
 from pauc_backend.kaldi_io.holders import HOLDERS, decode_token
 from pauc_backend.kaldi_io.lines import UTF8_BOM, parse_growing, regular_file
+from pauc_backend.kaldi_io.numpy_files import check_not_numpy
 
 _WS = re.compile(rb"[ \t\n\v\f\r]*")
 _TOKEN = re.compile(rb"[^ \t\n\v\f\r]+")
@@ -45,6 +46,8 @@ def read_record(cur, holder):
     if cur.pos >= len(data):
         return None
     key_pos = cur.pos
+    if cur.base + key_pos == 0:             # the first record: a NumPy file given as an archive?
+        check_not_numpy(data, 0, streams.printable(cur.name), "a Kaldi archive")
     match = token_match(cur, key_pos, "key")
     if match.group().startswith(UTF8_BOM):
         raise KaldiError("Invalid archive: the key at byte %d of %s starts with a UTF-8 "
@@ -268,7 +271,7 @@ class _Rows:
             # page while copying
             start = self.populated
             self.populated = min(max(need * self.row_bytes, start + (1 << 25)), len(self.mm))
-            _memory.populate(self.mm, start, self.populated - start)
+            memory.populate(self.mm, start, self.populated - start)
         return self._view(self.n, extra)
 
     def result(self):

@@ -21,6 +21,7 @@ import numpy as np
 
 from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import streams
+from pauc_backend.kaldi_io.numpy_files import check_not_numpy
 from pauc_backend.kaldi_io.lines import (MAX_LINE_BYTES, MAX_LIST_LINE_BYTES, parse_growing,
                                         regular_file)
 
@@ -538,6 +539,8 @@ def read_object(rx, reader_fn):
 def object_parser(reader_fn):
     """``parse(cur)`` of a whole object: the binary header, then ``reader_fn(cur, binary)``."""
     def parse(cur):
+        check_not_numpy(cur.data, cur.base + cur.pos, streams.printable(cur.name),
+                        "a Kaldi object")
         binary = read_binary_header(cur)
         try:
             return reader_fn(cur, binary)

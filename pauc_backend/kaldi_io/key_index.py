@@ -13,9 +13,8 @@ import itertools
 
 import numpy as np
 
-from pauc_backend.kaldi_io import _memory
-from pauc_backend.kaldi_io.lines import LOW_BYTES as _LOW_BYTES
-from pauc_backend.kaldi_io.lines import byte_words as _words
+from pauc_backend.kaldi_io import memory
+from pauc_backend.kaldi_io.lines import token_words
 
 __all__ = ["KeyIndex", "KeySpace", "table_key_index"]
 
@@ -23,19 +22,6 @@ __all__ = ["KeyIndex", "KeySpace", "table_key_index"]
 _PRIME = np.uint64(0x100000001B3)
 _SEED = np.uint64(0x9E3779B97F4A7C15)
 _MAX_WORDS = 6          # keys up to 48 bytes take the vectorised path (FieldChunk pads 48)
-
-
-def _token_words(buf, starts, lengths):
-    """(w, n) uint64: each token's bytes as little-endian 8-byte words, zero past its end (one
-    contiguous row per word position, so comparisons run on whole rows, not along axis 1)."""
-    words = _words(buf)
-    width = max(1, -(-int(lengths.max()) // 8))
-    out = np.empty((width, starts.size), dtype=np.uint64)
-    for k in range(width):
-        out[k] = words[starts + 8 * k]
-        if k or int(lengths.min()) < 8:
-            out[k] &= _LOW_BYTES[np.minimum(np.maximum(lengths - 8 * k, 0), 8)]
-    return out
 
 
 def _hash_words(words):
@@ -63,7 +49,7 @@ def _runs_differ(words):
 
 def _inserted(values, at, new):
     """``np.insert(values, at, new)`` (``at`` ascending) into a fresh mapped array."""
-    out = _memory.fresh_array(values.size + new.size, values.dtype)
+    out = memory.fresh_array(values.size + new.size, values.dtype)
     spots = at + np.arange(new.size)
     rest = np.ones(out.size, dtype=bool)
     rest[spots] = False
@@ -82,7 +68,7 @@ class KeyIndex:
 
     def __init__(self):
         self._blob = bytearray()                 # the keys' bytes, one after the other
-        self._ends = _memory.GrowingArray(np.int64)
+        self._ends = memory.GrowingArray(np.int64)
         self._dict = None                        # {key: id}, built when first needed
         self._words = np.zeros((1, 0), dtype=np.uint64)       # (w, num keys)
         self._word_buf = self._hash_buf = None   # the same with room to grow
@@ -129,9 +115,9 @@ class KeyIndex:
         buf = self._word_buf
         if buf is None or buf.shape[0] != width or size > buf.shape[1]:
             capacity = max(size, 2 * known, 1024)     # unused room costs no memory
-            grown = _memory.lazy_array((width, capacity), np.uint64)
+            grown = memory.lazy_array((width, capacity), np.uint64)
             grown[:self._words.shape[0], :known] = self._words
-            hashes = _memory.lazy_array(capacity, np.uint64)
+            hashes = memory.lazy_array(capacity, np.uint64)
             hashes[:known] = self._hashes if known else hashes[:0]
             self._word_buf, self._hash_buf = grown, hashes
         new = self._word_buf[:, known:size]
@@ -180,7 +166,7 @@ class KeyIndex:
         starts, lengths = chunk.columns[index]
         if not starts.size or int(lengths.max()) > 8 * _MAX_WORDS:
             return self.lookup(chunk.tokens(index), add)
-        words = _token_words(chunk.buf, starts, lengths)
+        words = token_words(chunk.buf, starts, lengths)
         heads = np.flatnonzero(np.concatenate(([True], _runs_differ(words))))
         if heads.size < 0.5 * starts.size:     # runs of one key (sorted lists): look up once
             ids = self.lookup_chunk(_Heads(chunk, index, heads), 0, add)

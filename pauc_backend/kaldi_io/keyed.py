@@ -34,9 +34,7 @@ Example, a partitions file joined with trials and scores::
 import numpy as np
 
 from pauc_backend.errors import KaldiError
-from pauc_backend.kaldi_io import _memory, streams
-from pauc_backend.kaldi_io.lines import LOW_BYTES as _LOW_BYTES
-from pauc_backend.kaldi_io.lines import byte_words as _words
+from pauc_backend.kaldi_io import memory, streams
 from pauc_backend.kaldi_io.key_index import KeyIndex, KeySpace, table_key_index  # noqa: F401
 from pauc_backend.kaldi_io.trials import iter_fields
 
@@ -44,48 +42,6 @@ __all__ = ["KeyIndex", "KeySpace", "PairTable", "JoinedChunk", "iter_join", "joi
            "table_key_index"]
 
 _MAX_ID1 = 1 << 30
-
-
-_TARGET = np.frombuffer(b"target\0\0", dtype="<u8")[0]
-_NONTARGET = np.frombuffer(b"nontarge", dtype="<u8")[0]
-_ONE = np.uint64(ord("1"))
-_ZERO = np.uint64(ord("0"))
-
-
-def _labels(chunk, index):
-    """uint64 1 (target) or 0 (nontarget) per line: ``target``/``nontarget``, or ``1``/``0`` as
-    in the VoxCeleb1 lists and most neural-embedding toolkits (the two may be mixed). Read as
-    8-byte words of the buffer (no token array); KaldiError naming the first other label."""
-    if hasattr(chunk, "buf"):
-        starts, lengths = chunk.columns[index]
-        head = _words(chunk.buf)[starts] & _LOW_BYTES[np.minimum(lengths, 8)]
-        one = lengths == 1
-        is_target = ((head == _TARGET) & (lengths == 6)) | (one & (head == _ONE))
-        valid = is_target | ((head == _NONTARGET) & (lengths == 9)
-                             & (chunk.buf[starts + 8] == ord("t"))) | (one & (head == _ZERO))
-    else:
-        tokens = chunk.tokens(index)
-        is_target = (tokens == b"target") | (tokens == b"1")
-        valid = is_target | (tokens == b"nontarget") | (tokens == b"0")
-    bad = np.flatnonzero(~valid)
-    if bad.size:
-        label = chunk.token(index, bad[0])
-        line = chunk.first_line + int(bad[0])
-        raise KaldiError("Bad label '%s' on line %d of %s %s (line %d: label '%s' is neither "
-                         "target nor nontarget, nor 1 or 0)%s" % (
-                             label, line, chunk.what, streams.printable(chunk.rx), line, label,
-                             _swapped_hint(label) if line == 1 else ""))
-    return is_target.astype(np.uint64)
-
-
-def _swapped_hint(label):
-    """A number where the first label belongs: a scores file given as the trials."""
-    try:
-        float(label)
-    except ValueError:
-        return ""
-    return (": a score, so this is a scores file: are the scores and the trials arguments "
-            "swapped? The trials file has lines <key1> <key2> target|nontarget")
 
 
 def _lines_of(rx, what, pair, num_fields):
@@ -147,8 +103,8 @@ class PairTable:
         what = what or ("trials file" if kind == "label" else "scores file")
         value_index = KeyIndex() if kind == "token" else None
         allowed = (2, 3) if kind == "label" else (3,)
-        codes = _memory.GrowingArray(np.uint64)
-        values = _memory.GrowingArray({"label": bool, "score": np.float64,
+        codes = memory.GrowingArray(np.uint64)
+        values = memory.GrowingArray({"label": bool, "score": np.float64,
                                        "token": np.int32}[kind])
         for chunk in iter_fields(rx, allowed, what):
             if len(chunk.columns) == 2:
@@ -157,7 +113,7 @@ class PairTable:
             code = keys.codes(keys.first.lookup_chunk(chunk, 0, add=True),
                               keys.second.lookup_chunk(chunk, 1, add=True))
             if kind == "label":
-                codes.append((code << np.uint64(1)) | _labels(chunk, 2))
+                codes.append((code << np.uint64(1)) | chunk.labels(2).astype(np.uint64))
             else:
                 codes.append(code)
                 values.append(chunk.floats(2) if kind == "score" else
@@ -279,7 +235,7 @@ class AlignedScores:
     @classmethod
     def read(cls, rx, trials, noun="scores", what="scores file"):
         keys = trials.keys
-        values = _memory.fresh_array(len(trials), np.float64)
+        values = memory.fresh_array(len(trials), np.float64)
         present = np.zeros(len(trials), dtype=bool)
         outside = [0, None]       # lines whose pair is no trial: count, the first pair
         for chunk in iter_fields(rx, (3,), what):
@@ -375,13 +331,15 @@ class _ArrayChunk:
     def token(self, index, row):
         return self._tokens[index][row].decode("utf-8", "replace")
 
-    def floats(self, index):
+    def floats(self, index, finite=False):
         return self._values
 
 
-def iter_join(log, base, keys, tables, base_noun="scores", base_what="scores file"):
+def iter_join(log, base, keys, tables, base_noun="scores", base_what="scores file",
+              finite=False):
     """Stream the base (an rxfilename of ``<key1> <key2> <score>`` lines, or a tuple ``(name,
-    key1, key2, scores)`` of arrays) against in-memory ``tables`` sharing ``keys``.
+    key1, key2, scores)`` of arrays) against in-memory ``tables`` sharing ``keys``; with
+    ``finite`` a NaN or infinite base score is a KaldiError naming its line and key pair.
 
     Yields a JoinedChunk per chunk of the base, in base order. When the base is exhausted,
     WARNs once per table about its rows no base line matched and once about base lines with
@@ -420,8 +378,9 @@ def iter_join(log, base, keys, tables, base_noun="scores", base_what="scores fil
             found_rows.append(rows)
         total += chunk.num_lines
         rows = np.flatnonzero(keep)
-        base_values = chunk.floats(2)[rows] if rows.size < chunk.num_lines else \
-            chunk.floats(2)
+        base_values = chunk.floats(2, finite=finite)
+        if rows.size < chunk.num_lines:
+            base_values = base_values[rows]
         yield JoinedChunk(chunk, rows, base_values,
                           [table.values(r[rows]) for table, r in zip(tables, found_rows)],
                           *((ids1[rows], ids2[rows]) if tables else ()))
@@ -479,9 +438,9 @@ def join_columns(log, base, keys, tables, key_ids=False, **names):
     """``iter_join`` collected: (base values float64, [values of each table]) of the kept rows,
     in base order; about 8 bytes a row plus each table's value (1 for a label). With
     ``key_ids`` a third item ``(ids1, ids2)`` (int32 key ids in ``keys``, 8 more bytes a row)."""
-    base_values = _memory.GrowingArray(np.float64)
-    columns = [_memory.GrowingArray(_dtype_of(table)) for table in tables]
-    id_columns = [_memory.GrowingArray(np.int32) for _ in range(2 if key_ids else 0)]
+    base_values = memory.GrowingArray(np.float64)
+    columns = [memory.GrowingArray(_dtype_of(table)) for table in tables]
+    id_columns = [memory.GrowingArray(np.int32) for _ in range(2 if key_ids else 0)]
     for joined in iter_join(log, base, keys, tables, **names):
         base_values.append(joined.base)
         for column, values in zip(columns, joined.values):
@@ -501,9 +460,9 @@ def join_score_matrix(log, base, keys, tables, key_ids=False, **names):
     item ``(ids1, ids2)`` (int32 key ids in ``keys``, 8 more bytes a row)."""
     numeric = [table.kind == "score" for table in tables]
     width = 1 + sum(numeric)
-    matrix = _memory.GrowingArray(np.float64)
-    others = [_memory.GrowingArray(_dtype_of(t)) for t, n in zip(tables, numeric) if not n]
-    id_columns = [_memory.GrowingArray(np.int32) for _ in range(2 if key_ids else 0)]
+    matrix = memory.GrowingArray(np.float64)
+    others = [memory.GrowingArray(_dtype_of(t)) for t, n in zip(tables, numeric) if not n]
+    id_columns = [memory.GrowingArray(np.int32) for _ in range(2 if key_ids else 0)]
     for joined in iter_join(log, base, keys, tables, **names):
         for column, ids in zip(id_columns, (joined.ids1, joined.ids2)):
             column.append(ids)
@@ -540,9 +499,10 @@ def keyed_score_labels(log, scores_rx, trials, key_ids=False):
     """compute_min_dcf.py's inputs joined by key: ``(scores float64, is_target)`` of the scored
     trials in the scores file's order (its tie order), and with ``key_ids`` their ``(ids1,
     ids2)`` in ``trials.keys``. Scores with no trial and trials with no score are WARNed about
-    once each; KaldiError if no score belongs to a trial."""
+    once each; KaldiError if no score belongs to a trial, or at the first NaN or infinite
+    score (naming its line and key pair)."""
     scores, (is_target,), *ids = join_columns(log, scores_rx, trials.keys, [trials],
-                                              key_ids=key_ids)
+                                              key_ids=key_ids, finite=True)
     if scores.size == 0:
         raise KaldiError("No score in %s belongs to a trial in %s" % (
             streams.printable(scores_rx), streams.printable(trials.name)))

@@ -4,7 +4,7 @@ Kaldi reads these with ``getline`` and splits at C-locale whitespace (SplitStrin
 here a chunk of whole lines is a uint8 array and numpy finds every token at once:
 ``token_bounds`` (start and end offset of each whitespace-separated token), ``line_ends``,
 ``simple_bounds`` (the same in one comparison for the usual one-blank text), and ``byte_words``
-with ``LOW_BYTES``/``HIGH_BYTES`` to compare tokens as 8-byte words.
+with ``LOW_BYTES``/``HIGH_BYTES`` and ``token_words`` to compare tokens as 8-byte words.
 
 Line files are read through ``iter_line_chunks`` (streamed) or ``read_line_file`` (whole), which
 bound every line: ``MAX_LINE_BYTES`` for trials, scores, key lists, scripts and the keys and
@@ -25,7 +25,7 @@ from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import streams
 
 __all__ = ["IS_SEP", "token_bounds", "line_ends", "simple_bounds", "byte_words", "LOW_BYTES",
-           "HIGH_BYTES", "MAX_LINE_BYTES", "MAX_LIST_LINE_BYTES", "UTF8_BOM",
+           "HIGH_BYTES", "token_words", "MAX_LINE_BYTES", "MAX_LIST_LINE_BYTES", "UTF8_BOM",
            "iter_line_chunks", "read_line_file", "first_long_line", "long_line_error",
            "check_no_bom", "regular_file", "parse_growing"]
 
@@ -95,6 +95,21 @@ def _byte_masks(high):
 
 
 HIGH_BYTES, LOW_BYTES = _byte_masks(True), _byte_masks(False)
+
+
+def token_words(buf, starts, lengths):
+    """(w, n) uint64: each token's bytes as little-endian 8-byte words, zero past its end (one
+    contiguous row per word position, so comparisons run on whole rows, not along axis 1).
+    ``buf`` (uint8) must extend at least 8 bytes past each token's last word (a FieldChunk's
+    buffer has 48 zero bytes after the text)."""
+    words = byte_words(buf)
+    width = max(1, -(-int(lengths.max()) // 8))
+    out = np.empty((width, starts.size), dtype=np.uint64)
+    for k in range(width):
+        out[k] = words[starts + 8 * k]
+        if k or int(lengths.min()) < 8:
+            out[k] &= LOW_BYTES[np.minimum(np.maximum(lengths - 8 * k, 0), 8)]
+    return out
 
 
 # -- bounded reading of line files -------------------------------------------------------------

@@ -5,8 +5,8 @@ of many, and compute-eer's ``score target|nontarget`` input (streamed in chunks)
 lines (``getline``; a last line without a newline counts) split on spaces and tabs with empty
 fields dropped, exactly two fields, the score parsed by ``ConvertStringToReal<float>`` (strtof,
 correctly rounded to float32, surrounding \\r\\v\\f allowed, ``inf``/``nan`` words accepted,
-overflow refused), the label ``target`` or ``nontarget``. NaN scores, which Kaldi accepts and then
-sorts into nonsense, are refused here.
+overflow refused), the label ``target`` or ``nontarget``. NaN and infinite scores, which Kaldi
+accepts and then sorts into nonsense, are refused here (naming the line).
 
 Speed: the text is cut into 1 MB chunks at newlines; a chunk of canonical lines
 (``<number> <label>\n``, one blank; tabs and extra blanks are first normalised) is parsed with
@@ -28,7 +28,7 @@ from fractions import Fraction
 import numpy as np
 
 from pauc_backend.errors import KaldiError
-from pauc_backend.kaldi_io import _memory, streams
+from pauc_backend.kaldi_io import memory, streams
 from pauc_backend.kaldi_io.lines import HIGH_BYTES as _HIGH_BYTES
 from pauc_backend.kaldi_io.lines import LOW_BYTES as _LOW_BYTES
 from pauc_backend.kaldi_io.lines import byte_words as _words
@@ -117,8 +117,9 @@ def _parse_lines_exactly(piece, first_line=1, name=None):
         else:
             raise KaldiError("Invalid input line (second field must be 'target' or "
                              "'nontarget')" + where)
-        if math.isnan(value):
-            raise KaldiError("Invalid input line (score is NaN): " + _text(line) + where)
+        if not math.isfinite(value):
+            raise KaldiError("Invalid input line (score is %s): " % (
+                "NaN" if math.isnan(value) else "infinite") + _text(line) + where)
         scores[index] = value
     return scores, is_target
 
@@ -416,7 +417,7 @@ def _parse_canonical(piece):
         scores[rest], ok[rest] = parse_long_decimals(buf, starts[rest], blank[rest] - starts[rest])
     for index in np.flatnonzero(~ok):
         value = kaldi_string_to_float(piece[starts[index] - _FRONT:blank[index] - _FRONT])
-        if value is None or math.isnan(value):
+        if value is None or not math.isfinite(value):
             return None
         scores[index] = value
     return scores, is_target
@@ -439,7 +440,7 @@ def _parse_piece(piece, first_line=1, name=None):
 
 
 def _collect(parsed):
-    scores, labels = _memory.GrowingArray(np.float32), _memory.GrowingArray(bool)
+    scores, labels = memory.GrowingArray(np.float32), memory.GrowingArray(bool)
     for chunk_scores, chunk_labels in parsed:
         scores.append(chunk_scores)
         labels.append(chunk_labels)

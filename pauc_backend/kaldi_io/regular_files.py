@@ -34,6 +34,34 @@ def size_text(size):
     return "%d bytes" % size
 
 
+def directory_problem(path):
+    """Why ``path`` is not a directory to read files from, as a phrase ("does not exist", "is a
+    regular file, not a directory", "is a dangling symbolic link to X"), or None when it is
+    one (a link to a directory is one)."""
+    if os.path.isdir(path):
+        return None
+    if os.path.islink(path) and not os.path.exists(path):
+        return "is a dangling symbolic link (to %s)" % os.readlink(path)
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return "does not exist"
+    except OSError as err:
+        return "cannot be examined (%s)" % (err.strerror or err)
+    if stat.S_ISREG(info.st_mode):
+        return "is a regular file, not a directory"
+    kind = next((name for test, name in _KINDS if test(info.st_mode)), "a special file")
+    return "is %s, not a directory" % kind
+
+
+def check_directory(path, what):
+    """KaldiError "<what> <path> <problem>" unless ``path`` is a directory
+    (``directory_problem``)."""
+    problem = directory_problem(path)
+    if problem is not None:
+        raise KaldiError("%s %s %s" % (what, path, problem))
+
+
 def _not_regular(path, what, kind):
     return KaldiError("Cannot read %s (%s): it is %s, not a regular file" % (path, what, kind))
 

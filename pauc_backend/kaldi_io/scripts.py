@@ -12,6 +12,7 @@ from pauc_backend.kaldi_io import codec, streams
 from pauc_backend.kaldi_io import lines as tokenizer
 from pauc_backend.kaldi_io.archive import FV_HEADER, gather_rows, new_rows
 from pauc_backend.kaldi_io.codec import ByteCursor
+from pauc_backend.kaldi_io.numpy_files import check_not_numpy
 
 _C_WS = " \t\n\v\f\r"  # isspace() in the C locale: what Kaldi splits script lines at
 _SCRIPT_LINE = re.compile("[%s]*([^%s]+)(?:[%s]+(.*?))?[%s]*$" % ((_C_WS,) * 4), re.S)
@@ -28,6 +29,7 @@ def parse_script(data, start, name, first_line=1):
     """(keys, targets) of script text (ReadScriptFile): ``key rxfilename`` per line; error
     messages count lines from ``first_line``."""
     raw = bytes(data[start:])
+    check_not_numpy(raw, first_line - 1, streams.printable(name), "a Kaldi script file")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -146,6 +148,7 @@ class FileCache:
         if not tokenizer.regular_file(rx):
             return codec.read_growing(rx, parse, key)
         data, offset = self.load(rx)
+        check_not_numpy(data, offset, rx, "a Kaldi object")
         return parse(ByteCursor(data, offset, rx, key))
 
     def close(self):

@@ -3,6 +3,7 @@
 from dataclasses import dataclass
 
 from pauc_backend.errors import KaldiError
+from pauc_backend.kaldi_io.numpy_files import numpy_file_hint
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,9 @@ def parse_rspecifier(rspecifier):
     """Like classify_rspecifier, but a KaldiError naming the string if it is not valid."""
     spec = classify_rspecifier(rspecifier)
     if spec is None:
+        problem = numpy_file_hint(rspecifier, "a Kaldi table (rspecifier)")
+        if problem is not None:
+            raise KaldiError("Invalid rspecifier '%s': %s" % (rspecifier, problem))
         raise KaldiError("Invalid rspecifier '%s' (expected e.g. ark:file.ark, scp:file.scp, "
                          "'ark:cmd |', ark:-)" % rspecifier)
     return spec

@@ -118,6 +118,10 @@ def _checked_target(wx, directory):
     path = os.path.realpath(what)
     if not directory and os.path.isdir(path):
         raise KaldiError("Cannot write '%s': it is a directory" % wx)
+    if directory and os.path.lexists(what) and not os.path.isdir(what):
+        from pauc_backend.kaldi_io.regular_files import directory_problem
+        raise KaldiError("Cannot write the directory '%s': it exists and %s" % (
+            wx, directory_problem(what)))
     folder = os.path.dirname(path.rstrip("/")) or "."
     shown = os.path.dirname(os.fspath(what).rstrip("/")) or "."
     if not os.path.isdir(folder):

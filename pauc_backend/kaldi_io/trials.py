@@ -8,7 +8,7 @@ SplitStringToVector). Parsing is chunked and vectorised: numpy checks every line
 import numpy as np
 
 from pauc_backend.errors import KaldiError
-from pauc_backend.kaldi_io import _memory, streams
+from pauc_backend.kaldi_io import memory, streams
 from pauc_backend.kaldi_io import lines as tokenizer
 
 _CHUNK_BYTES = 1 << 22
@@ -104,6 +104,22 @@ def _scan(rx, allowed, what):
     return num_fields, chunks
 
 
+_TARGET = np.frombuffer(b"target\0\0", dtype="<u8")[0]
+_NONTARGET = np.frombuffer(b"nontarge", dtype="<u8")[0]
+_ONE = np.uint64(ord("1"))
+_ZERO = np.uint64(ord("0"))
+
+
+def _swapped_hint(label):
+    """A number where the first label belongs: a scores file given as the trials."""
+    try:
+        float(label)
+    except ValueError:
+        return ""
+    return (": a score, so this is a scores file: are the scores and the trials arguments "
+            "swapped? The trials file has lines <key1> <key2> target|nontarget")
+
+
 class FieldChunk:
     """Some whole lines of a line file, cut into fields: ``columns[i] = (starts, lengths)`` of
     field i of every line in ``buf`` (the text with 16 zero bytes before and 48 after, as
@@ -126,9 +142,31 @@ class FieldChunk:
         start, length = self.columns[index][0][row], self.columns[index][1][row]
         return bytes(self.buf[start:start + length]).decode("utf-8", "replace")
 
-    def floats(self, index):
+    def labels(self, index):
+        """Field ``index`` as trial labels (bool, True for a target): ``target``/``nontarget``,
+        or ``1``/``0`` as in the VoxCeleb1 lists and most neural-embedding toolkits (the two
+        may be mixed). Read as 8-byte words of the buffer (no token array); KaldiError naming
+        the first other label."""
+        starts, lengths = self.columns[index]
+        head = tokenizer.byte_words(self.buf)[starts] & tokenizer.LOW_BYTES[np.minimum(lengths, 8)]
+        one = lengths == 1
+        is_target = ((head == _TARGET) & (lengths == 6)) | (one & (head == _ONE))
+        valid = is_target | ((head == _NONTARGET) & (lengths == 9)
+                             & (self.buf[starts + 8] == ord("t"))) | (one & (head == _ZERO))
+        bad = np.flatnonzero(~valid)
+        if bad.size:
+            label = self.token(index, bad[0])
+            line = self.first_line + int(bad[0])
+            raise KaldiError("Bad label '%s' on line %d of %s %s (line %d: label '%s' is neither "
+                             "target nor nontarget, nor 1 or 0)%s" % (
+                                 label, line, self.what, streams.printable(self.rx), line, label,
+                                 _swapped_hint(label) if line == 1 else ""))
+        return is_target
+
+    def floats(self, index, finite=False):
         """Field ``index`` as float64, as Python's ``float`` reads it; KaldiError naming the
-        line of the first field that is not a number."""
+        line of the first field that is not a number (with ``finite``, or that is NaN or
+        infinite: then the key pair of fields 0 and 1 is named too)."""
         from pauc_backend.kaldi_io.numbers import parse_decimal_tokens
         starts, lengths = self.columns[index]
         values, ok = parse_decimal_tokens(self.buf, starts, lengths, double=True)
@@ -148,15 +186,20 @@ class FieldChunk:
                     except ValueError:
                         raise _bad_score(text, self.first_line + row, self.rx) from None
                 raise
-        infinite = np.flatnonzero(np.isinf(values))
-        if infinite.size:   # a number too large for a double (1e400), not a written inf
-            texts = _gather_str(self.buf, starts[infinite], starts[infinite] + lengths[infinite],
-                                False)
-            for row, text in zip(infinite.tolist(), texts.tolist()):
-                if b"inf" not in text.lower():
-                    raise KaldiError("Bad score '%s' on line %d of %s: out of range" % (
-                        text.decode(errors="replace"), self.first_line + row,
-                        streams.printable(self.rx)))
+        # a number too large for a double (1e400) is out of range; a written inf, and NaN, are
+        # numbers unless ``finite``: the first line of either kind is reported
+        bad = np.flatnonzero(~np.isfinite(values) if finite else np.isinf(values))
+        if bad.size:
+            texts = _gather_str(self.buf, starts[bad], starts[bad] + lengths[bad], False)
+            for row, text in zip(bad.tolist(), texts.tolist()):
+                where = (text.decode(errors="replace"), self.first_line + row,
+                         streams.printable(self.rx))
+                if np.isinf(values[row]) and b"inf" not in text.lower():
+                    raise KaldiError("Bad score '%s' on line %d of %s: out of range" % where)
+                if finite:
+                    raise KaldiError("Bad score '%s' on line %d of %s%s: not a finite number" % (
+                        where + (" (trial '%s %s')" % (self.token(0, row), self.token(1, row))
+                                 if index >= 2 else "",)))
         return values
 
 
@@ -186,7 +229,7 @@ def _fill_column(chunks, index, as_str):
                  if chunk[1][index][1].size), default=1)
     unicode = as_str and any((codes >= 128).any() for codes, _ in chunks)
     # ASCII text goes straight into the code points of a 'U' array; bytes otherwise
-    chars = _memory.fresh_array((total, width), np.uint32 if as_str and not unicode
+    chars = memory.fresh_array((total, width), np.uint32 if as_str and not unicode
                                 else np.uint8)
     row = 0
     for codes, columns in chunks:

@@ -29,7 +29,7 @@ from pauc_backend.metrics.validation import (check_costs, check_labels, check_p_
                                              check_scores)
 
 __all__ = ["DcfResult", "min_dcf", "min_dcf_from_trials", "target_positions", "min_dcf_sorted",
-           "shared_ties_that_matter", "members"]
+           "shared_ties_that_matter", "members", "TieRanks", "tie_ranks"]
 
 DcfResult = namedtuple("DcfResult", "min_dcf threshold pmiss pfa")
 
@@ -40,41 +40,83 @@ def members(values, sorted_set):
     return sorted_set[at] == values
 
 
-def target_positions(tar_sorted, non_sorted, scores=None, is_target=None, shared=None):
+def target_positions(tar_sorted, non_sorted, ranks=None, shared=None):
     """Positions (ascending) of the targets in the stably sorted trial list.
 
-    Without ``scores``/``is_target`` tied targets come before tied non-targets; with them (the
-    trial list in its own order) the runs of the values ``shared`` by both classes (default:
-    all such values) keep that order.
+    Without ``ranks`` tied targets come before tied non-targets; with them (``tie_ranks`` of
+    the trial list: each sorted target's rank among the trials holding its score) the runs of
+    the values ``shared`` by both classes (default: all such values) keep the trial order.
     """
     positions = np.searchsorted(non_sorted, tar_sorted, side="left") + np.arange(tar_sorted.size)
-    if scores is None:
+    if ranks is None:
         return positions
     if shared is None:
         high = np.searchsorted(non_sorted, tar_sorted, side="right")
         shared = np.unique(tar_sorted[high > positions - np.arange(tar_sorted.size)])
     if shared.size:
-        # the trials holding a shared value, found in slices (no n-sized index arrays)
-        step = 1 << 22
-        chosen = np.concatenate([start + np.flatnonzero(members(scores[start:start + step],
-                                                                  shared))
-                                 for start in range(0, scores.size, step)])
-        order = np.argsort(scores[chosen], kind="stable")
-        values = scores[chosen][order]
-        start = (np.searchsorted(tar_sorted, values, side="left")
-                 + np.searchsorted(non_sorted, values, side="left"))
-        rank = np.arange(values.size) - np.searchsorted(values, values, side="left")
-        positions[members(tar_sorted, shared)] = (start + rank)[is_target[chosen][order]]
+        take = members(tar_sorted, shared)
+        values = tar_sorted[take]
+        positions[take] = (np.searchsorted(tar_sorted, values, side="left")
+                           + np.searchsorted(non_sorted, values, side="left") + ranks[take])
     return positions
 
 
-def min_dcf_sorted(tar_sorted, non_sorted, positions, p_targets, c_miss=1, c_fa=1):
+class TieRanks:
+    """Each target's rank among the trials holding its score (how many of them come before
+    it in the trial list), counted over the list read block by block: compute_min_dcf.py's
+    stable sort keeps that order inside a tie. Memory: a rank per target and a count per
+    distinct target score, whatever the number of tied trials; ``values``: the ascending
+    distinct target scores."""
+
+    def __init__(self, values):
+        self.values = values
+        self._seen = np.zeros(values.size, dtype=np.int64)
+        self._ranks = []
+
+    def add(self, block, labels):
+        """Count the next ``block`` of trial scores (``labels``: which are targets)."""
+        if not self.values.size:
+            return
+        hit = np.flatnonzero(members(block, self.values))
+        if not hit.size:
+            return
+        ids = np.searchsorted(self.values, block[hit])
+        order = np.argsort(ids, kind="stable")
+        grouped = ids[order]
+        within = np.empty_like(ids)
+        within[order] = np.arange(ids.size) - np.searchsorted(grouped, grouped, side="left")
+        ranks = self._seen[ids] + within
+        heads = np.flatnonzero(np.concatenate(([True], grouped[1:] != grouped[:-1])))
+        self._seen[grouped[heads]] += np.diff(np.append(heads, grouped.size))
+        self._ranks.append(ranks[labels[hit]])
+
+    def sorted_ranks(self, targets):
+        """The ranks in the order of the sorted targets (``targets``: the target scores in
+        trial order; equal scores keep that order, so their ranks ascend)."""
+        ranks = np.concatenate(self._ranks) if self._ranks else np.zeros(0, dtype=np.int64)
+        return ranks[np.argsort(targets, kind="stable")]
+
+
+def tie_ranks(scores, is_target, step=1 << 22):
+    """``TieRanks`` of a whole trial list, aligned with its sorted target scores."""
+    targets = scores[is_target]
+    ranks = TieRanks(np.unique(targets))
+    for start in range(0, scores.size, step):
+        ranks.add(scores[start:start + step], is_target[start:start + step])
+    return ranks.sorted_ranks(targets)
+
+
+def min_dcf_sorted(tar_sorted, non_sorted, positions, p_targets, c_miss=1, c_fa=1,
+                   step=1 << 16):
     """``DcfResult`` per prior from ascending scores and the targets' sorted positions.
 
     C_i only rises at a target and only falls along a run of non-targets, so the first minimum
     is position 0, or the end of a run of non-targets, or an earlier position of that run with
     the very same (rounded) cost; only those are evaluated, with compute_min_dcf.py's
-    arithmetic.
+    arithmetic. Along a run every operation of the cost is monotone in i (IEEE rounding is),
+    so the positions of equal cost are the run's last ones: they are found by walking back
+    from its end ``step`` positions at a time (a run can hold nearly every trial, when no
+    target lies below the best threshold; no run-sized array is made).
     """
     num_tar, num_non = tar_sorted.size, non_sorted.size
     size = num_tar + num_non
@@ -94,17 +136,27 @@ def min_dcf_sorted(tar_sorted, non_sorted, positions, p_targets, c_miss=1, c_fa=
         best = int(candidates[np.argmin(cost)])
         before = np.searchsorted(positions, best, side="right")
         last_target = int(positions[before - 1]) if before else -1
-        run = np.arange(best if last_target == best else last_target + 1, best + 1)
-        run_cost, fnr, fpr, cum_tar = costs(run, p)
-        first = int(np.argmax(run_cost == run_cost[-1]))
-        best = int(run[first])
-        if cum_tar[first] and positions[cum_tar[first] - 1] == best:
-            threshold = tar_sorted[cum_tar[first] - 1]
+        run_start = best if last_target == best else last_target + 1
+        end = best + 1                   # run[lo:end] all cost what ``best`` costs
+        lowest = costs(np.array([best]), p)[0][0]
+        while end > run_start:
+            lo = max(run_start, end - step)
+            block_cost = costs(np.arange(lo, end), p)[0]
+            higher = np.flatnonzero(block_cost != lowest)
+            if higher.size:
+                end = lo + int(higher[-1]) + 1
+                break
+            end = lo
+        first = max(end, run_start)
+        run_cost, fnr, fpr, cum_tar = costs(np.array([first]), p)
+        best = first
+        if cum_tar[0] and positions[cum_tar[0] - 1] == best:
+            threshold = tar_sorted[cum_tar[0] - 1]
         else:
-            threshold = non_sorted[best - cum_tar[first]]
+            threshold = non_sorted[best - cum_tar[0]]
         norm = min(c_miss * p, c_fa * (1 - p))
-        results.append(DcfResult(float(run_cost[first] / norm), float(threshold),
-                                 float(fnr[first]), float(fpr[first])))
+        results.append(DcfResult(float(run_cost[0] / norm), float(threshold),
+                                 float(fnr[0]), float(fpr[0])))
     return results
 
 
@@ -149,6 +201,6 @@ def min_dcf_from_trials(scores, is_target, p_target=0.01, c_miss=1, c_fa=1):
     results = min_dcf_sorted(tar, non, target_positions(tar, non), p, c_miss, c_fa)
     shared = shared_ties_that_matter(tar, non, results, p, c_miss, c_fa)
     if shared.size:
-        positions = target_positions(tar, non, scores, is_target, shared)
+        positions = target_positions(tar, non, tie_ranks(scores, is_target), shared)
         results = min_dcf_sorted(tar, non, positions, p, c_miss, c_fa)
     return results[0] if scalar else results

@@ -16,12 +16,29 @@ same speaker) as two 1-D arrays.
   Pfa = fraction of non-targets with llr >= theta (a score exactly at theta is accepted), and
   DCF = [p c_miss Pmiss + (1 - p) c_fa Pfa] / min(p c_miss, (1 - p) c_fa) (BOSARIS
   ``fast_actDCF.m``, normalised). 1 is the cost of the best decision made without the scores.
+- ``bayes_error_curve``: the normalised Bayes error-rate (NBER) plot's curves, actual and
+  minimum normalised DCF over a grid of prior log-odds (its docstring gives the definition).
 """
+
+from collections import namedtuple
 
 import numpy as np
 
 __all__ = ["cllr", "min_cllr", "act_dcf", "pav", "optimal_llrs", "min_cllr_sorted",
-           "act_dcf_sorted"]
+           "act_dcf_sorted", "bayes_error_curve", "BayesErrorCurve", "NBER_LOG_ODDS",
+           "NBER_HELP"]
+
+# The NBER plot's grid: prior log-odds from -10 to 5 in steps of 0.1 (P_tar 4.5e-5 to 0.993),
+# the speaker-detection range of BOSARIS's plots (NIST's 0.01, 0.005 and 0.001 lie at -4.6,
+# -5.3 and -6.9) and the prior-0.5 point and beyond.
+NBER_LOG_ODDS = np.round(np.linspace(-10.0, 5.0, 151), 10)
+
+NBER_HELP = ("actual and minimum normalised DCF (c-miss = c-fa = 1) against the prior "
+             "log-odds logit(P_tar) from -10 to 5 in steps of 0.1, y from 0 to 1.2, the "
+             "default (prior-only) line at 1 and the --p-target prior marked "
+             "(docs/tool-reference.md#plot-det-roc)")
+
+BayesErrorCurve = namedtuple("BayesErrorCurve", "prior_log_odds act_dcf min_dcf")
 
 _LOG2 = np.log(2.0)
 
@@ -198,3 +215,41 @@ def act_dcf_sorted(tar, non, p_target=0.01, c_miss=1.0, c_fa=1.0):
     dcf = p * c_miss * p_miss + (1.0 - p) * c_fa * p_fa
     result = dcf / np.minimum(p * c_miss, (1.0 - p) * c_fa)
     return float(result) if result.ndim == 0 else result
+
+
+def bayes_error_curve(trials, prior_log_odds=NBER_LOG_ODDS):
+    """The curves of the normalised Bayes error-rate plot of LLR scores: ``BayesErrorCurve``
+    (prior_log_odds, act_dcf, min_dcf), arrays over ``prior_log_odds`` (ascending, finite).
+
+    Definition (Brümmer & de Villiers, "The BOSARIS Toolkit: Theory, Algorithms and Code for
+    Surviving the New DCF", NIST SRE'11 Analysis Workshop, 2011, arXiv:1304.2865: the
+    "normalized Bayes error-rate plot"; Brümmer's thesis calls its unnormalised form the APE
+    plot, PYLLR's ``BayesErrorPlot`` draws that). At prior log-odds x = logit(P_tar), the
+    effective prior of unit costs, the Bayes decision accepts a trial when its LLR >= -x, and
+
+        E(x) = P_tar Pmiss(-x) + (1 - P_tar) Pfa(-x),  normalised by min(P_tar, 1 - P_tar),
+
+    the error-rate of deciding by the prior alone (the plot's default line, 1). ``act_dcf`` is
+    that normalised rate (``act_dcf`` at p_target = P_tar, c_miss = c_fa = 1, with the
+    threshold -x itself). ``min_dcf`` is the least normalised DCF over thresholds, what a
+    perfect calibration of the same scores would give: here the minDCF the toolkit reports
+    (``dcf`` module, Kaldi's compute_min_dcf.py; with ``TrialScores.from_trials`` tied scores
+    keep the trial order). BOSARIS takes the minimum on the ROC convex hull, which has the
+    accept-everything point and pools ties, so the two differ where accepting every trial
+    would be best (x > 0; this minimum can then exceed 1) and where a tie of target and
+    non-target scores straddles the best threshold. ``trials``: a ``TrialScores``, or
+    ``(target_scores, nontarget_scores)``."""
+    if not hasattr(trials, "min_dcf"):
+        from pauc_backend.metrics.trial_scores import TrialScores
+        trials = TrialScores(*trials)
+    x = np.asarray(prior_log_odds, dtype=np.float64).ravel()
+    if x.size == 0 or not np.all(np.isfinite(x)) or np.any(np.diff(x) <= 0):
+        raise ValueError("prior_log_odds must be finite and strictly ascending")
+    p = 1.0 / (1.0 + np.exp(-x))
+    # act_dcf_sorted's formula at the threshold -x itself (not -logit(p): a score exactly on
+    # a grid point's threshold is accepted, as the definition says)
+    p_miss = _count_below(trials.tar, -x) / trials.num_tar
+    p_fa = 1.0 - _count_below(trials.non, -x) / trials.num_non
+    act = (p * p_miss + (1.0 - p) * p_fa) / np.minimum(p, 1.0 - p)
+    low = np.array([r.min_dcf for r in trials.min_dcf(p)])
+    return BayesErrorCurve(x, act, low)

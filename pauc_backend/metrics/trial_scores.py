@@ -7,9 +7,10 @@ returns every metric of ``metrics.registry`` in one dict (JSON-ready).
 
 Memory: ``from_trials`` copies the two classes (the caller keeps its trial list);
 ``sort_in_place`` reuses the caller's score array for the two sorted classes and keeps of the
-trial order only what a metric needs from it (the trials tied with a target's score, for
-minDCF's ties, and Cllr's sums), so an evaluation holds the scores and labels it was given
-and little more (compute-eer-pauc: 5 bytes a trial piped, 9 keyed).
+trial order only what a metric needs from it (each target's rank among the trials tied with
+its score, for minDCF's ties, and Cllr's sums), so an evaluation holds the scores and labels
+it was given and little more, however the scores tie (compute-eer-pauc: 5 bytes a trial
+piped, 9 keyed).
 """
 
 import numpy as np
@@ -31,7 +32,7 @@ class TrialScores:
         tar, non = check_scores(target_scores, nontarget_scores)
         self._raw = (tar, non)
         self.tar, self.non = np.sort(tar), np.sort(non)
-        self._trials = None
+        self._trials = self._tie_ranks = None
         self._positions = None
         self._cllr, self._in_place = None, False
 
@@ -49,6 +50,7 @@ class TrialScores:
         self.non.sort()
         self._raw = None
         self._trials = (scores, is_target)
+        self._tie_ranks = None
         self._positions = None
         self._cllr, self._in_place = None, False
         return self
@@ -59,10 +61,11 @@ class TrialScores:
         up: ``scores`` (1-D float32 or float64) becomes the non-targets then the targets, each
         class sorted (``non`` and ``tar`` are views of it); ``is_target`` is only read. In one
         pass over blocks the non-targets move forward in their order (the targets were
-        copied first) and the trials whose score equals a target's are kept in trial order:
-        every minDCF tie between the classes is among them, so minDCF breaks ties exactly as
-        ``from_trials``. With ``cllr`` Cllr is summed in trial order before the sort (the
-        only metric whose last bits depend on the order); otherwise ``raw`` is gone.
+        copied first) and each target's rank among the trials holding its score is counted
+        (``dcf.TieRanks``): every minDCF tie between the classes is a run of such trials, so
+        minDCF breaks ties exactly as ``from_trials``. With ``cllr`` Cllr is summed in trial
+        order before the sort (the only metric whose last bits depend on the order);
+        otherwise ``raw`` is gone.
         Other inputs (lists, other dtypes, views) go through ``from_trials``; ``step``: the
         trials of one block (for tests)."""
         if not (isinstance(scores, np.ndarray) and scores.dtype in (np.float32, np.float64)
@@ -78,14 +81,11 @@ class TrialScores:
             raise ValueError("need at least one target and one non-target score (got %d and "
                              "%d)" % (num_tar, scores.size - num_tar))
         targets = scores[is_target]                       # trial order
-        values = np.unique(targets)
-        tied, tied_labels, write = [], [], 0
+        ties = dcf.TieRanks(np.unique(targets))
+        write = 0
         for start in range(0, scores.size, step):
             block, labels = scores[start:start + step], is_target[start:start + step]
-            hit = dcf.members(block, values)
-            if hit.any():
-                tied.append(block[hit])
-                tied_labels.append(labels[hit])
+            ties.add(block, labels)
             kept = block[~labels]
             scores[write:write + kept.size] = kept        # write <= start: nothing unread
             write += kept.size
@@ -93,11 +93,12 @@ class TrialScores:
         self.non, self.tar = scores[:write], scores[write:]
         self.tar[:] = targets
         self._cllr = llr.cllr(targets, self.non) if cllr else None
-        del targets
+        self._trials = None
+        self._tie_ranks = ties.sorted_ranks(targets)
+        del targets, ties
         self.non.sort()
         self.tar.sort()
         self._raw = None
-        self._trials = (np.concatenate(tied), np.concatenate(tied_labels))
         self._positions = None
         self._in_place = True
         return self
@@ -136,10 +137,12 @@ class TrialScores:
         if self._positions is None:
             self._positions = dcf.target_positions(self.tar, self.non)
         results = dcf.min_dcf_sorted(self.tar, self.non, self._positions, p, c_miss, c_fa)
-        if self._trials is not None:
+        if self._trials is not None or self._tie_ranks is not None:
             shared = dcf.shared_ties_that_matter(self.tar, self.non, results, p, c_miss, c_fa)
             if shared.size:
-                positions = dcf.target_positions(self.tar, self.non, *self._trials, shared)
+                if self._tie_ranks is None:
+                    self._tie_ranks = dcf.tie_ranks(*self._trials)
+                positions = dcf.target_positions(self.tar, self.non, self._tie_ranks, shared)
                 results = dcf.min_dcf_sorted(self.tar, self.non, positions, p, c_miss, c_fa)
         return results[0] if scalar else results
 

@@ -51,7 +51,8 @@ from pauc_backend.kaldi_io.commit import (claimed, committed_at_once, make_temp_
 from pauc_backend.kaldi_io import HOLDERS, write_matrix, write_plda
 from pauc_backend.kaldi_io import write_int32_table, write_vector, write_vector_table
 from pauc_backend.kaldi_io.objects import read_plda_obj
-from pauc_backend.kaldi_io.regular_files import decode_text, parse_object, read_regular
+from pauc_backend.kaldi_io.regular_files import (check_directory, decode_text, parse_object,
+                                                 read_regular)
 from pauc_backend.models.auto import AutoBackend
 from pauc_backend.models.systems import base_system, canonical, system
 from pauc_backend.models.backend_pipeline import BackendPipeline
@@ -191,8 +192,7 @@ def _finite(path, name, values):
 
 def read_model_dir(path):
     """The fitted AutoBackend stored in ``path`` (and its card as a dict)."""
-    if not os.path.isdir(path):
-        raise KaldiError("Model directory %s does not exist" % path)
+    check_directory(path, "Model directory")
     card = read_card(path)
     try:       # the keys of earlier versions ("cosine") read as today's
         systems = [canonical(name) for name in card["system"].split("+")]

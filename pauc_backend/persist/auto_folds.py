@@ -53,7 +53,7 @@ from pauc_backend.kaldi_io import write_matrix
 from pauc_backend.kaldi_io.codec import read_matrix_obj
 from pauc_backend.kaldi_io.commit import (claimed, committed_at_once, make_temp_dir,
                                           remove_stale_temp_dirs, replace_directory)
-from pauc_backend.kaldi_io.regular_files import read_regular
+from pauc_backend.kaldi_io.regular_files import check_directory, read_regular
 from pauc_backend.models import blocked
 from pauc_backend.models.auto import params as auto_params
 from pauc_backend.models.auto.evidence import PREFIX
@@ -322,6 +322,7 @@ def read_fold_outputs(fold_dir, stage, num_folds, work, digest, trials=None, set
     the figures); ``sets``: {source: number of trials} of the in-domain trial sets, whose
     scores are always read. KaldiError for a missing fold, one from another configuration,
     stage or fold, or any damaged or changed file, naming it."""
+    check_directory(fold_dir, "Fold directory")
     missing = [k + 1 for k in work.folds   # anything there is read (or named) below
                if not os.path.lexists(os.path.join(fold_dir, output_name(stage, k),
                                                    "info.json"))]

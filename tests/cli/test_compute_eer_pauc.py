@@ -89,6 +89,10 @@ def test_keyed_json_min_dcf_prints_as_compute_min_dcf_stdout(golden):
     (b"", "Empty input."),
     (b"nan target\n1 nontarget\n", "Invalid input line (score is NaN): nan target (line 1 of "
      "standard input)"),
+    (b"1 nontarget\ninf target\n", "Invalid input line (score is infinite): inf target (line 2 "
+     "of standard input)"),
+    (b"-Infinity nontarget\n1 target\n", "Invalid input line (score is infinite): -Infinity "
+     "nontarget (line 1 of standard input)"),
     (b"1 nontarget\n1e400 target\n", "Invalid input line (first field must be float): 1e400 "
      "target (line 2 of standard input)"),
 ])
@@ -108,8 +112,61 @@ def test_a_score_too_large_for_a_double_is_an_error_naming_the_line(tmp_path):
     assert proc.returncode == 255
     assert log_messages(proc.stderr, "ERROR") == [
         "Bad score '1e400' on line 2 of %s: out of range" % scores]
-    scores.write_text("a b 2\nc d 1\ne f inf\n")   # a written inf stays allowed
-    assert run_tool("compute-eer-pauc", scores, trials).returncode == 0
+
+
+NON_FINITE_TRIALS = ["a x target", "a y nontarget", "b x nontarget", "b y target",
+                     "c x nontarget", "c y target"]
+
+
+@pytest.mark.parametrize("token", ["nan", "NaN", "inf", "-inf", "Infinity"])
+@pytest.mark.parametrize("form", ["piped, stdin", "piped, file", "keyed, trials' order",
+                                  "keyed, another order", "keyed, scores through a pipe"])
+def test_a_nan_or_infinite_score_is_one_error_naming_file_line_and_trial(tmp_path, token,
+                                                                          form):
+    # line 3 holds the first non-finite score, line 5 another: the first is the one named
+    values = ["1.5", "0.5", token, "2.5", "-inf", "3"]
+    trials = write(tmp_path / "trials", NON_FINITE_TRIALS)
+    if form.startswith("piped"):
+        lines = ["%s %s" % (v, t.split()[2]) for v, t in zip(values, NON_FINITE_TRIALS)]
+        piped = write(tmp_path / "piped", lines)
+        stdin = form == "piped, stdin"
+        proc = run_tool("compute-eer-pauc", "-" if stdin else piped,
+                        input=(tmp_path / "piped").read_bytes() if stdin else None)
+        kind = "NaN" if token.lower() == "nan" else "infinite"
+        expected = "Invalid input line (score is %s): %s nontarget (line 3 of %s)" % (
+            kind, token, "standard input" if stdin else piped)
+    else:
+        lines = ["%s %s" % (" ".join(t.split()[:2]), v) for v, t in zip(values, NON_FINITE_TRIALS)]
+        order = lines[::-1] if form == "keyed, another order" else lines
+        scores = write(tmp_path / "scores", order)
+        line = order.index(lines[2]) + 1
+        if form == "keyed, another order":        # then line 2 (c x -inf) comes first
+            line, token = 2, "-inf"
+        name = "cat %s |" % scores if form.endswith("pipe") else scores
+        proc = run_tool("compute-eer-pauc", "--report=json", name, trials)
+        pair = "c x" if form == "keyed, another order" else "b x"
+        expected = "Bad score '%s' on line %d of %s (trial '%s'): not a finite number" % (
+            token, line, name, pair)
+    assert proc.returncode == 255
+    assert proc.stdout == b""
+    assert log_messages(proc.stderr, "ERROR") == [expected]
+    assert b"Traceback" not in proc.stderr and b"Warning" not in proc.stderr
+
+
+def test_a_nan_deep_in_a_long_scores_file_is_named_by_its_line(tmp_path):
+    # past the first chunks of both keyed readers (1 MB side by side, 4 MB joining)
+    num = 300000
+    keys = ["e%03d t%04d" % (i // 1000, i % 1000) for i in range(num)]
+    values = ["%.5f" % (i % 977 / 100.0) for i in range(num)]
+    values[254321] = "nan"
+    trials = write(tmp_path / "trials", ["%s %s" % (k, "target" if i % 100 == 0 else
+                                                    "nontarget") for i, k in enumerate(keys)])
+    scores = write(tmp_path / "scores", ["%s %s" % kv for kv in zip(keys, values)])
+    proc = run_tool("compute-eer-pauc", scores, trials)
+    assert proc.returncode == 255
+    assert log_messages(proc.stderr, "ERROR") == [
+        "Bad score 'nan' on line 254322 of %s (trial '%s'): not a finite number"
+        % (scores, keys[254321])]
 
 
 def test_first_bad_line_deep_in_a_large_input_is_the_one_reported():
@@ -140,8 +197,8 @@ def test_fast_and_exact_paths_agree_on_every_layout_compute_eer_accepts():
     for i in range(30000):
         value = float(rng.normal() * 10.0 ** rng.integers(-6, 8))
         text = formats[i % len(formats)] % value
-        text = {0: text, 1: "." + "5" * (i % 5 + 1), 2: "5.", 3: "-0", 4: "inf",
-                5: "-Infinity", 6: "1234567890123456789012345678.5e-20",
+        text = {0: text, 1: "." + "5" * (i % 5 + 1), 2: "5.", 3: "-0", 4: "+5e-1",
+                5: "-.0", 6: "1234567890123456789012345678.5e-20",
                 7: "0.000000000000000000000000000012345"}.get(i % 97, text)
         lead = " " if i % 13 == 0 else ""
         trail = "\t" if i % 17 == 0 else ""

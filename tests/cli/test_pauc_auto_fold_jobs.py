@@ -232,11 +232,20 @@ def test_fold_outputs_are_exact_floats_whatever_binary_says(data, tmp_path):
     assert files(tmp_path / "model") == files(data / "single")
 
 
-def test_help_documents_the_fold_jobs():
+def test_help_shows_the_fold_job_forms_and_its_docs_page_documents_them():
+    """--help gives the fold jobs' two Usage forms and names docs/auto-backend.md, whose fold
+    jobs section gives the commands, the same result as one process and the digest check."""
+    from conftest import REPO
     text = run_tool("train-pauc-auto", "--help").stdout.decode()
-    for words in ("--fold-stage=1 --fold=JOB \\\n", "--combine=<fold-dir>", "--fold-jobs",
-                  "same model files as one process", "digest"):
-        assert words in text, words
+    usage = [line for line in text.splitlines()[:15] if "Usage:" in line or "or:" in line]
+    assert any("--fold-stage=1|2|3 --fold=J --fold-jobs=NJ" in line for line in usage), usage
+    assert any("--combine=<fold-dir>" in line for line in usage), usage
+    assert "More: docs/auto-backend.md" in text
+    page = (REPO / "docs" / "auto-backend.md").read_text()
+    section = page.split("## Fold jobs: beyond one machine", 1)[1].split("\n## ", 1)[0]
+    for words in ("--fold-stage=1 --fold=JOB \\\n", "--combine=", "--fold-jobs",
+                  "the same model files byte for byte", "digest"):
+        assert words in section, words
 
 
 def test_a_killed_fold_job_leaves_no_output(data, tmp_path):

@@ -27,7 +27,7 @@ def make_lists(num_enroll=30, num_test=40, seed=0):
              ("0" if rng.random() < 0.3 else "nontarget") for y in target]
     spellings = ["%.7g", "%.3f", "%.6e", "%g"]
     scores = [spellings[k % 4] % v for k, v in enumerate(rng.normal(0, 5, len(pairs)))]
-    scores[3], scores[7] = "-0", "inf"
+    scores[3], scores[7] = "-0", "3.4e38"
     return pairs, words, scores
 
 
@@ -53,7 +53,7 @@ def test_same_order_gives_the_arrays_of_the_join(tmp_path, chunks):
     expected = joined(scores, trials)
     assert got[0].dtype == np.float64 and got[1].dtype == bool
     assert np.array_equal(got[0], expected[0]) and np.array_equal(got[1], expected[1])
-    assert np.signbit(got[0][3]) and np.isinf(got[0][7])
+    assert np.signbit(got[0][3]) and got[0][7] == 3.4e38
 
 
 def _mutations():
@@ -82,7 +82,14 @@ def _mutations():
     def bad_label(p, w, s):
         return p, w[:2] + ["tgt"] + w[3:], s, None
 
-    return [swap, drop_last_score, extra_score, listed_twice, descending, long_key, bad_label]
+    def nan_score(p, w, s):          # the join names the line and the trial
+        return p, w, s[:11] + ["nan"] + s[12:], None
+
+    def inf_score(p, w, s):
+        return p, w, s[:11] + ["-inf"] + s[12:], None
+
+    return [swap, drop_last_score, extra_score, listed_twice, descending, long_key, bad_label,
+            nan_score, inf_score]
 
 
 @pytest.mark.parametrize("mutate", _mutations(), ids=lambda f: f.__name__)

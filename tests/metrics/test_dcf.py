@@ -8,6 +8,7 @@ from hypothesis import given, settings, strategies as st
 
 from pauc_backend.kaldi_io import read_scores, read_trials
 from pauc_backend.metrics import TrialScores, min_dcf, min_dcf_from_trials
+from pauc_backend.metrics.dcf import min_dcf_sorted, target_positions
 
 GOLDEN_NAMES = ["plda_numutts", "plda_adapt_numutts", "plda_nonumutts", "plda_adapt_nonumutts",
                 "plda_numutts_simplelen", "plda_numutts_nolen"]
@@ -129,3 +130,39 @@ def test_trial_list_order_of_a_shared_tie_decides_min_dcf_as_in_compute_min_dcf(
     assert ours.min_dcf == (0.0 if order[0] == 0 else 0.5)
     trials = TrialScores.from_trials(scores, labels)
     assert trials.min_dcf(0.5) == ours
+
+
+def _separated_lists():
+    """Trial lists whose best threshold ends a run of nearly every non-target: one target below
+    them all (or none), the rest above; and the same inverted."""
+    rng = np.random.default_rng(12)
+    non = rng.normal(0, 1, 300)
+    lists = []
+    for low_targets in (0, 1):
+        tar = np.concatenate([rng.normal(8, 1, 6), np.full(low_targets, -9.0)])
+        lists += [(tar, non), (-tar, -non)]
+    return lists
+
+
+@pytest.mark.parametrize("step", [1, 2, 7, 1 << 16])
+@pytest.mark.parametrize("p", [0.01, 0.5, 1 - 2.0 ** -50])
+def test_min_dcf_walks_a_long_run_back_in_blocks_as_compute_min_dcf_py(step, p):
+    # p = 1 - 2^-50: the false-alarm term moves the cost by less than its last bit, so many
+    # positions at the end of the run cost the same and the first of them is the threshold.
+    for tar, non in _separated_lists():
+        tar, non = np.sort(tar), np.sort(non)
+        scores = np.concatenate([tar, non])
+        labels = np.arange(scores.size) < tar.size
+        [ours] = min_dcf_sorted(tar, non, target_positions(tar, non), [p], step=step)
+        value, threshold = compute_min_dcf_py(scores.tolist(), labels.astype(int).tolist(), p)
+        assert (ours.min_dcf, ours.threshold) == (value, threshold)
+
+
+def test_equal_costs_at_the_end_of_a_run_take_its_first_position():
+    # The case the block walk exists for: not the run's last non-target but an earlier one.
+    tar, non = np.array([-9.0, 8.0, 9.0]), np.arange(300.0) / 100
+    [ours] = min_dcf_sorted(tar, non, target_positions(tar, non), [1 - 2.0 ** -50], step=7)
+    assert ours.threshold < non[-8]
+    scores = np.concatenate([tar, non])
+    assert (ours.min_dcf, ours.threshold) == compute_min_dcf_py(
+        scores.tolist(), (np.arange(scores.size) < 3).astype(int).tolist(), 1 - 2.0 ** -50)

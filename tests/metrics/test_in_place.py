@@ -13,7 +13,7 @@ from hypothesis import given, settings, strategies as st
 from test_dcf import compute_min_dcf_py
 from test_eer import kaldi_compute_eer
 
-from pauc_backend.metrics import llr
+from pauc_backend.metrics import dcf, llr
 from pauc_backend.metrics.moments import mean_of
 from pauc_backend.metrics.registry import Setting
 from pauc_backend.metrics.trial_scores import TrialScores
@@ -90,10 +90,23 @@ def test_the_scores_become_the_sorted_classes_and_the_trial_order_is_given_up():
                                                     np.sort(scores[is_target])]))
     with pytest.raises(ValueError, match="trial order"):
         trials.raw
-    # the trials kept for minDCF's ties: those holding a target's score, in trial order
-    kept = np.isin(scores, scores[is_target])
-    assert np.array_equal(trials._trials[0], scores[kept])
-    assert np.array_equal(trials._trials[1], is_target[kept])
+    # what is kept for minDCF's ties: each target's rank among the trials of its score in
+    # trial order (counted here one trial at a time), in the order of the sorted targets
+    ranks = [int(np.count_nonzero(scores[:i] == scores[i])) for i in np.flatnonzero(is_target)]
+    order = np.argsort(scores[is_target], kind="stable")
+    assert trials._tie_ranks.tolist() == np.array(ranks)[order].tolist()
+
+
+def test_tie_ranks_count_every_tied_trial_across_blocks():
+    rng = np.random.default_rng(4)
+    scores = rng.integers(0, 5, 400).astype(np.float64)      # ties everywhere
+    is_target = rng.random(400) < 0.3
+    expected = [int(np.count_nonzero(scores[:i] == scores[i])) for i in np.flatnonzero(is_target)]
+    expected = np.array(expected)[np.argsort(scores[is_target], kind="stable")].tolist()
+    for step in (1, 3, 64, 1000):
+        assert dcf.tie_ranks(scores, is_target, step).tolist() == expected
+        trials = TrialScores.sort_in_place(scores.copy(), is_target, step=step)
+        assert trials._tie_ranks.tolist() == expected
 
 
 def test_cllr_keeps_the_sums_of_the_trial_order():

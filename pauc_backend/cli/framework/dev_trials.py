@@ -42,7 +42,8 @@ def register(tool):
     tool.register("dev-vectors", "", "Raw vectors of labelled development utterances of the "
                   "domain you will score (enrollment and test sides; several tables: "
                   "\"scp:cat a.scp b.scp |\"): with --dev-trials they rate the candidates, "
-                  "the fusion weights and the final calibration come from them (see above)")
+                  "the fusion weights and the final calibration come from them "
+                  "(docs/auto-backend.md)")
     tool.register("dev-trials", "", "Development trials, lines <enroll-key> <test-key> "
                   "target|nontarget, among --dev-vectors (or the models of --dev-enroll)")
     tool.register("dev-enroll", "", "spk2utt of the development enrollment side (each "

@@ -8,7 +8,7 @@ smaller and more exact than bending click to it.
 
 A tool looks like::
 
-    tool = Tool("copy-vectors", USAGE)
+    tool = Tool("copy-vectors", USAGE)             # or Tool(name, USAGE, docs="docs/x.md#y")
     tool.register("binary", True, "Write in binary mode (only for plain-file output)")
     def run(opts, args): ...
     def main(argv=None): return tool.main(run, argv, num_args=2)
@@ -200,12 +200,42 @@ class Progress:
             self.stream.flush()
 
 
-class Tool:
-    """One command-line tool: its usage text, its options, and Kaldi's parse/log/exit behaviour."""
+MAX_DESCRIPTION_LINES = 8    # so that --help shows "Usage:" within its first 15 lines
 
-    def __init__(self, name, usage):
+
+def help_layout(name, usage, docs=None):
+    """The usage text in Kaldi's shape (a binary's ``usage`` string in src/*bin/*.cc): a short
+    description, then the ``Usage:`` line(s), an example and any short notes (the options
+    follow). ``docs``: where the long explanation lives (a docs/ page, ``#anchor``), named on
+    the description's last line. ValueError when the description runs past
+    MAX_DESCRIPTION_LINES lines or there is no ``Usage:`` line: a longer text belongs in docs/,
+    so that the usage is on a terminal's first screen."""
+    lines = usage.strip("\n").splitlines()
+    if not lines:                # a Tool without a usage text (a reference set of options)
+        return ""
+    at = next((i for i, line in enumerate(lines) if line.startswith("Usage:")), None)
+    if at is None:
+        raise ValueError("%s: the usage text has no line starting with 'Usage:'" % name)
+    description = lines[:at]
+    while description and not description[-1].strip():
+        description.pop()
+    if len(description) > MAX_DESCRIPTION_LINES:
+        raise ValueError("%s: %d lines of description before 'Usage:', at most %d: move the "
+                         "rest to docs/ and name the page (docs=)" % (
+                             name, len(description), MAX_DESCRIPTION_LINES))
+    if docs:
+        description.append("More: %s" % docs)
+    return "\n".join(description + [""] * bool(description) + lines[at:])
+
+
+class Tool:
+    """One command-line tool: its usage text, its options, and Kaldi's parse/log/exit behaviour.
+    ``usage``: description, ``Usage:`` line(s), example (``help_layout``); ``docs``: the docs/
+    page holding the long explanation."""
+
+    def __init__(self, name, usage, docs=None):
         self.name = name
-        self.usage = usage.strip("\n")
+        self.usage = help_layout(name, usage, docs)
         self._options = {}
         self._aliases = {}
         self._checks = []

@@ -18,6 +18,7 @@ import numpy as np
 from pauc_backend.cli.framework.speaker_tables import MAX_WARNINGS, check_lookup_counts
 from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import iter_vector_chunks
+from pauc_backend.kaldi_io.temp_dir import temp_dir
 from pauc_backend.models.blocked import block_rows, first_nonfinite
 from pauc_backend.models.class_stats import ClassStats, NonFiniteRowError
 
@@ -73,11 +74,12 @@ class Spool:
         self.what = what
         self.num_rows = 0
         self.dim = None
+        self.directory = temp_dir(what)
         try:
-            self.file = tempfile.TemporaryFile(prefix="pauc-backend-spool.")
+            self.file = tempfile.TemporaryFile(prefix="pauc-backend-spool.", dir=self.directory)
         except OSError as err:
             raise KaldiError("Cannot create a temporary file for %s in %s: %s"
-                             % (what, tempfile.gettempdir(), err.strerror)) from None
+                             % (what, self.directory, err.strerror)) from None
 
     def write(self, X):
         self.dim = X.shape[1]
@@ -85,7 +87,7 @@ class Spool:
             self.file.write(memoryview(np.ascontiguousarray(X, dtype=np.float32)).cast("B"))
         except OSError as err:
             raise KaldiError("Cannot spool %s to a temporary file in %s: %s"
-                             % (self.what, tempfile.gettempdir(), err.strerror)) from None
+                             % (self.what, self.directory, err.strerror)) from None
         self.num_rows += X.shape[0]
 
     def read(self, begin, out):

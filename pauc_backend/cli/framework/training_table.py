@@ -8,7 +8,8 @@ subset (models.crossfit.crossfit_rows: at most --max-speakers speakers, at most
 vectors are read once, in any order, and each goes straight to
 
 * its slot of the table: an array when the table (listed utterances x dimension x 4 bytes)
-  is at most the in-memory bound, else an unlinked temporary file in $TMPDIR
+  is at most the in-memory bound, else an unlinked temporary file in $TMPDIR (kaldi_io.temp_dir:
+  an unusable TMPDIR is an ERROR)
   (models.row_table.SpooledRows: 4 bytes a dimension a vector of disk), read back later a
   block at a time with explicit reads (never memory-mapped);
 * when the table is spooled, also the subset's own array, which is all the cross-fitting
@@ -22,8 +23,6 @@ drawn vectors were found). Duplicate keys, NaN or infinity, and speaker and vect
 that do not match are one ERROR each (labelled_stream.ListedSlots).
 """
 
-import tempfile
-
 import numpy as np
 
 from pauc_backend.cli.framework.dev_trials import read_durations
@@ -31,6 +30,7 @@ from pauc_backend.cli.framework.labelled_stream import ListedSlots
 from pauc_backend.cli.framework.speaker_tables import read_spk2utt
 from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import read_token_table
+from pauc_backend.kaldi_io.temp_dir import temp_dir
 from pauc_backend.models.crossfit import crossfit_rows
 from pauc_backend.models.auto.table import TrainingTable
 from pauc_backend.models.blocked import first_nonfinite
@@ -114,13 +114,15 @@ def _store(log, num_rows, dim, subset_rows, in_memory_mb, rspecifier):
     size = 4 * num_rows * dim
     if size <= in_memory_mb * 2 ** 20:
         return np.empty((num_rows, dim), dtype=np.float32), None
+    what = "the training vectors of %s" % rspecifier
+    directory = temp_dir(what)
     log.log("The training table (%d listed vectors x %d: %d MB) is beyond --in-memory-mb=%g: "
             "spooled to an unlinked temporary file in %s and read back in blocks; the "
             "cross-fitting subset (%d vectors, %d MB) is held" % (
-                num_rows, dim, size >> 20, in_memory_mb, tempfile.gettempdir(), subset_rows,
+                num_rows, dim, size >> 20, in_memory_mb, directory, subset_rows,
                 (4 * subset_rows * dim) >> 20))
     try:
-        store = SpooledRows(num_rows, dim, "the training vectors of %s" % rspecifier)
+        store = SpooledRows(num_rows, dim, what, directory)
     except ValueError as err:
         raise KaldiError(str(err)) from None
     return store, np.empty((subset_rows, dim), dtype=np.float32)

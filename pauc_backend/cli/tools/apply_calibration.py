@@ -23,7 +23,7 @@ e.g.: apply-calibration exp/calibration.mdl exp/scores_eval exp/llr_eval
         --test-duration=ark:data/test/utt2dur exp/qmf.mdl exp/scores_eval exp/llr_eval
 """.strip("\n") + "\n" + quality_options.HELP_TEXT.rstrip("\n")
 
-tool = Tool("apply-calibration", USAGE)
+tool = Tool("apply-calibration", USAGE, docs="docs/quality-measures.md")
 quality_options.register_quality_options(tool, training=False)
 
 

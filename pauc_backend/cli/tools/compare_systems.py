@@ -14,24 +14,17 @@ from pauc_backend.metrics.evaluation import evaluate
 from pauc_backend.metrics.registry import Setting, metric
 
 USAGE = """
-Compares two systems scored on the same trials with a PAIRED two-way cluster bootstrap
-(compute-eer-pauc --bootstrap's resampling: enrollment and test clusters drawn with
-replacement, trial (e, t) counted a_e * b_t times), the SAME resamples applied to both score
-files. For EER, minDCF (each --p-target), pAUC[--pauc-alpha, --pauc-beta] and AUC it prints
-the figures of A and B, the relative difference (B - A) / A, its percentile interval
-(--confidence) over the resamples, and the share of resamples in which B is better (lower
-EER / minDCF, higher pAUC / AUC; ties count one half). With --llr (calibrated scores, e.g.
-score-only calibration against QMF) also actDCF and Cllr. Only trials scored in both files are
-used; when they are only part of the trials file's list that is an error, as in
-compute-eer-pauc, unless --allow-partial=true (the report then says scored/listed). With
---utt2spk the clusters are the speakers of the trial keys (keys not in it are their own
-speaker), as they should be when one speaker has several enrollment models or test segments.
+Compares two systems scored on the same trials by a PAIRED two-way cluster bootstrap (the
+resamples of compute-eer-pauc --bootstrap, the same ones for both score files). For EER,
+minDCF (each --p-target), pAUC and AUC (with --llr also actDCF and Cllr) it prints A, B,
+their relative difference (B - A) / A with its --confidence interval, and the share of
+resamples in which B is better. With --utt2spk the clusters are speakers.
 
 Usage: compare-systems [options] <scores-A> <scores-B> <trials>
 e.g.: compare-systems --utt2spk=ark:data/test/utt2spk exp/scores/{plda,pauc_auto} data/trials
 """
 
-tool = Tool("compare-systems", USAGE)
+tool = Tool("compare-systems", USAGE, docs="docs/tool-reference.md#compare-systems")
 tool.register("bootstrap", 1000, "Number of paired bootstrap resamples", bounds=(">0",))
 tool.register("seed", 0, "Seed of the bootstrap's random draws")
 tool.register("confidence", 0.95, "Level of the percentile intervals", bounds=(">0", "<1"))

@@ -9,19 +9,16 @@ from pauc_backend.kaldi_io.aligned_lists import read_same_order
 from pauc_backend.kaldi_io.keyed import KeySpace, keyed_score_labels, read_labelled_trials
 from pauc_backend.kaldi_io.numbers import read_score_labels
 from pauc_backend.metrics import report
+from pauc_backend.metrics.llr import NBER_HELP
 from pauc_backend.metrics.evaluation import evaluate
 from pauc_backend.metrics.registry import Setting, columns, setting_of
 
 USAGE = """
 Computes the equal error rate exactly as Kaldi's compute-eer, and also minDCF (as
-sid/compute_min_dcf.py), pAUC over an FPR band (the paper's eq. 5), AUC and average precision.
-With one argument the input is compute-eer's: lines <score> target|nontarget; with two, a scores
-file <key1> <key2> <score> is joined by key with a trials file <key1> <key2> target|nontarget.
-With --report=kaldi stdout is only the EER in percent (%.4g, no newline), as compute-eer; the
-other metrics are logged. --report=table prints one aligned row, --report=json one object.
-Memory: 5 bytes a trial piped (float32 score, label); keyed, 9 bytes (float64 score, as
-compute_min_dcf.py reads, and label) when the scores list the trials' pairs in the trials'
-order and that order ascends, else about 18 while joining by key; plus ~35 MB.
+sid/compute_min_dcf.py), pAUC over an FPR band (the paper's eq. 5), AUC and average precision;
+with --llr also actDCF, Cllr and minCllr. With one argument the input is compute-eer's: lines
+<score> target|nontarget; with two, a scores file <key1> <key2> <score> is joined by key with
+a trials file <key1> <key2> target|nontarget. --report=kaldi prints only the EER, as compute-eer.
 
 Usage: compute-eer-pauc [options] <scores-in>
    or: compute-eer-pauc [options] <scores-rxfilename> <trials-rxfilename>
@@ -32,7 +29,7 @@ e.g.: paste data/trials scores | awk '{print $6, $3}' | compute-eer-pauc -
 """ + extras.HELP_TEXT + """
 """
 
-tool = Tool("compute-eer-pauc", USAGE)
+tool = Tool("compute-eer-pauc", USAGE, docs="docs/tool-reference.md#compute-eer-pauc")
 pauc_options.register_band(tool)
 tool.register("p-target", "0.01", "Prior(s) of a target trial for minDCF (and actDCF), "
               "comma-separated, e.g. 0.01,0.005")
@@ -47,10 +44,19 @@ tool.register("llr", False, "Scores are calibrated log-likelihood ratios: also r
 extras.register_allow_partial(tool)
 tool.register("det-plot", "", "Write a DET plot here (.png or .pdf)")
 tool.register("roc-plot", "", "Write a ROC plot with the pAUC band shaded here (.png or .pdf)")
+tool.register("nber-plot", "", "With --llr: write the normalised Bayes error-rate plot here "
+              "(.png or .pdf): " + NBER_HELP.replace("--p-target prior", "--p-target priors"))
 extras.register_options(tool)
 
 
 tool.check(extras.check_priors)
+
+
+@tool.check
+def _check_nber_plot(opts):
+    if opts.nber_plot and not opts.llr:
+        raise KaldiError("--nber-plot=%s needs --llr=true: the plot reads the scores as "
+                         "calibrated log-likelihood ratios" % opts.nber_plot)
 
 
 def _log_kaldi(summary, opts):
@@ -109,9 +115,9 @@ def _keyed_input(scores_rx, trials_rx, need_keys):
 def run(opts, args):
     extras.check_options(opts, len(args))
     p_targets = extras.p_targets(opts.p_target)
-    if opts.det_plot or opts.roc_plot:
+    if opts.det_plot or opts.roc_plot or opts.nber_plot:
         from pauc_backend.plotting import check_plot_name
-        for name in filter(None, (opts.det_plot, opts.roc_plot)):
+        for name in filter(None, (opts.det_plot, opts.roc_plot, opts.nber_plot)):
             check_plot_name(name)
     if len(args) == 1:
         scores, is_target = read_score_labels(args[0])
@@ -145,7 +151,7 @@ def run(opts, args):
     else:
         sys.stdout.write((report.format_table if opts.report == "table" else
                           report.format_json)(summary))
-    if opts.det_plot or opts.roc_plot:
+    if opts.det_plot or opts.roc_plot or opts.nber_plot:
         from pauc_backend import plotting
         systems = [("scores" if args[0] in ("-", "") else args[0], trials)]
         if opts.det_plot:
@@ -153,6 +159,8 @@ def run(opts, args):
                               c_miss=opts.c_miss, c_fa=opts.c_fa)
         if opts.roc_plot:
             plotting.plot_roc(systems, opts.roc_plot, opts.pauc_alpha, opts.pauc_beta)
+        if opts.nber_plot:
+            plotting.plot_nber(systems, opts.nber_plot, p_targets, opts.c_miss, opts.c_fa)
     tool.log.log("Evaluated %d trials: %d target, %d non-target." % (
         trials.num_tar + trials.num_non, trials.num_tar, trials.num_non))
     return 0

@@ -12,20 +12,14 @@ from pauc_backend.models.preprocessing import nonfinite_rows, vector_norms
 USAGE = """
 Write the 2-norm of each vector (float32, summed in order as Kaldi's VectorBase::Norm(2)) as
 a table of BaseFloat values, e.g. a per-side quality measure for train-calibration and
-apply-calibration (--enroll-quality/--test-quality). Which norm is meaningful depends on the
-vectors given: raw embeddings (WeSpeaker's magnitude), or centred ones (a pipe through
-subtract-vector-mean) when the raw vectors all have unit length, as GE2E d-vectors do.
-With --relative=true each norm is divided by the median norm of the table: a set whose vectors
-are all shorter or longer (another collection, another channel) then keeps only the spread
-within it, so a QMF trained on one set transfers to another (ETRI's evaluation vectors are
-15 % shorter than its training vectors: raw norms made a QMF trained on training speakers
-worse there).
+apply-calibration (--enroll-quality/--test-quality). --relative=true divides each norm by the
+median norm of the table.
 
 Usage:  compute-vector-norms [options] <vector-rspecifier> <float-wspecifier>
 e.g.: compute-vector-norms scp:data/test/xvector.scp ark,t:exp/test_norms.txt
 """.strip("\n")
 
-tool = Tool("compute-vector-norms", USAGE)
+tool = Tool("compute-vector-norms", USAGE, docs="docs/tool-reference.md#compute-vector-norms")
 tool.register("relative", False, "Divide every norm by the median norm of the table (the "
               "table is held in memory: one float per vector)")
 

@@ -19,7 +19,7 @@ Usage: convert-voxceleb-trials [options] <voxceleb-list-rxfilename> <trials-wxfi
  e.g.: convert-voxceleb-trials vox1_H_cleaned.txt data/voxceleb1_test/trials_H
 """
 
-tool = Tool("convert-voxceleb-trials", USAGE)
+tool = Tool("convert-voxceleb-trials", USAGE, docs="docs/recipes-voxceleb.md")
 tool.register("utt2spk", "", "If set, write the utterances of the list with their speakers to "
               "this wxfilename")
 

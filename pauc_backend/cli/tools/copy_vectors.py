@@ -4,6 +4,7 @@ import numpy as np
 
 from pauc_backend.cli.framework.kaldi_cli import Tool, format_float
 from pauc_backend.errors import KaldiError
+from pauc_backend.kaldi_io.numpy_files import numpy_file_hint
 from pauc_backend.kaldi_io import (VectorChunkWriter, classify_rspecifier, classify_wspecifier,
                                    iter_vector_chunks, read_vector, write_vector)
 
@@ -35,7 +36,9 @@ def run(opts, args):
     source, target = args
     in_table = classify_rspecifier(source) is not None
     if in_table != (classify_wspecifier(target) is not None):
-        raise KaldiError("Cannot mix archives with regular files (copying vectors)")
+        numpy = None if in_table else numpy_file_hint(source, "a Kaldi vector or table")
+        raise KaldiError("Cannot mix archives with regular files (copying vectors)%s"
+                         % ("" if numpy is None else ": " + numpy))
     if not in_table:
         if opts.scale != 1.0:
             tool.log.warning("--scale=%s is ignored when copying a single vector file (as in "

@@ -7,28 +7,18 @@ from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import classify_wspecifier, write_vector_table
 
 USAGE = """
-Import speaker embeddings written by other toolkits (numpy arrays, text) as a Kaldi table of
-float vectors (FV), in the input's order. Inputs (--format=auto picks by extension; a folder
-is npy-dir; anything else, stdin and pipes are text):
-  npy      one 2-D array, a vector per row; keys from --keys (one per line, first field)
-  npz      a 2-D array and a 1-D string array of keys (found by themselves, or named with
-           --npz-vectors/--npz-keys), or a 2-D array and --keys, or one 1-D array per key
-           (np.savez(f, **{utt: vector}): the array names are the keys)
-  npy-dir  a folder of <key>.npy files, one vector each
-  text     lines <key> <v1> <v2> ... (no brackets; Kaldi text archives go to copy-vectors)
-Keys must be Kaldi tokens (no whitespace), each once; vectors with NaN or Inf are refused.
-Keys that are VoxCeleb paths (id10270/x6uYqmx31kE/00001.wav, with or without folders before
-the speaker) become egs/voxceleb/v2's keys (id10270-x6uYqmx31kE-00001), as
-convert-voxceleb-trials writes them in trials (a LOG line says so). Text is split at newlines
-and ASCII whitespace, as Kaldi splits it; a UTF-8 byte-order mark at its start is skipped.
-A line of a key list may hold 1 MiB, a line of text embeddings 16 MiB.
+Import speaker embeddings written by other toolkits as a Kaldi table of float vectors (FV), in
+the input's order: --format=npy (one 2-D array, a vector per row, keys from --keys), npz,
+npy-dir (a folder of <key>.npy) or text (lines <key> <v1> <v2> ...); auto picks by extension.
+Keys must be Kaldi tokens, each once; vectors with NaN or Inf are refused; VoxCeleb path keys
+become egs/voxceleb/v2's keys (a LOG line says so).
 
 Usage: import-vectors [options] <embeddings-in> <vector-wspecifier>
  e.g.: import-vectors --keys=utt_list embeddings.npy ark,scp:xvector.ark,xvector.scp
    import-vectors embeddings.npz ark:- | copy-vector ark:- ark,t:-
 """
 
-tool = Tool("import-vectors", USAGE)
+tool = Tool("import-vectors", USAGE, docs="docs/tool-reference.md#import-vectors")
 tool.register("format", "auto", "Input format", choices=FORMATS)
 tool.register("keys", "", "rxfilename of the keys in row order, one per line (the first "
               "field, so a wav.scp or utt2spk in that order also serves); needed for npy")

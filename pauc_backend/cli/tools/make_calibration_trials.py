@@ -12,29 +12,16 @@ from pauc_backend.models.calibration_trials import calibration_trials
 
 USAGE = """
 Draw trials "<utt1> <utt2> target|nontarget" from the utterances of <utt2spk> for training
-train-calibration (QMF). With --utt2dur, --num-pairs target and --num-pairs non-target trials
-for each duration mix: short-short, short-long, long-long (short: --short-duration < d <
---long-duration seconds, long: d >= --long-duration; others unused), as WeSpeaker's
-generate_calibration_trial.py; without it, one mix of all utterances. Each draw picks a
-speaker (uniformly) and an utterance of it, then an utterance of the same or of another
-speaker; no utterance meets itself and no pair is listed twice. Cost: O(#utterances) to read
-and group, O(--num-pairs) to draw, whatever the corpus size. Seeded (--seed): same inputs,
-same file.
-
-The speakers must be ones the back-end was NOT trained on, or the calibration learns the
-back-end's optimism on its own training data. In a Kaldi recipe, split the training speakers
-first, e.g.
-  utils/subset_data_dir_tr_cv.sh --cv-spk-percent 20 data/train data/train_be data/train_cal
-train the back-end (mean, LDA, PLDA...) on data/train_be, then
-  make-calibration-trials --utt2dur=ark:data/train_cal/utt2dur ark:data/train_cal/utt2spk \\
-    data/train_cal/trials
-score these trials with the back-end and train-calibration on them.
+train-calibration (QMF): with --utt2dur, --num-pairs target and --num-pairs non-target trials
+for each duration mix (short-short, short-long, long-long), as WeSpeaker's
+generate_calibration_trial.py; without it, one mix of all utterances. Seeded (--seed). The
+speakers must be ones the back-end was NOT trained on.
 
 Usage:  make-calibration-trials [options] <utt2spk-rspecifier> <trials-wxfilename>
 e.g.: make-calibration-trials --utt2dur=ark:data/cal/utt2dur ark:data/cal/utt2spk data/cal/trials
 """.strip("\n")
 
-tool = Tool("make-calibration-trials", USAGE)
+tool = Tool("make-calibration-trials", USAGE, docs="docs/tool-reference.md#make-calibration-trials")
 tool.register("utt2dur", "", "Rspecifier of the utterances' durations in seconds: draw "
               "short-short, short-long and long-long trials")
 tool.register("num-pairs", 5000, "Target and non-target trials per duration mix",

@@ -7,23 +7,17 @@ from pauc_backend.datasets import make_speaker_corpus
 from pauc_backend.kaldi_io import open_output, write_vector_table
 
 USAGE = """
-Write a synthetic speaker-verification corpus (PLDA-like between/within covariances, heavy-tailed
-within-speaker noise, an in-domain shift for adapt/enroll/test, varied utterance counts) as
-<out-dir>/{train,adapt,enroll,test}/{xvector.ark,xvector.scp,spk2utt,utt2spk} and <out-dir>/trials
-(enroll_spk test_utt target|nontarget). The same --seed gives the same files. With
---durations=true each set also gets utt2dur ("utt 3.52", seconds) and each utterance's
-within-speaker noise grows as its duration shrinks (variance x (1 + 30/d) / 4: the noise of
-the corpus without durations at 10 s); the training recordings last 20-60 s, the in-domain
-ones 2-60 s (log-uniform), the duration mismatch of back-ends trained on whole conversations.
-The rest of the corpus is the same draws (pauc_backend.datasets documents the model).
---num-dev-speakers=N adds a development evaluation of N other in-domain speakers,
-<out-dir>/{dev_enroll,dev_test}/ and <out-dir>/dev_trials, of the same design, for training
-calibrations without the evaluation trials; the other files do not change.
+Write a seeded synthetic speaker-verification corpus (PLDA-like, heavy-tailed within-speaker
+noise, an in-domain shift for adapt/enroll/test) as <out-dir>/{train,adapt,enroll,test}/
+{xvector.ark,xvector.scp,spk2utt,utt2spk} and <out-dir>/trials (enroll_spk test_utt
+target|nontarget); --durations=true adds utt2dur files, --num-dev-speakers=N a development
+evaluation. The same --seed gives the same files.
+
 Usage:  make-synthetic-vectors [options] <out-dir>
 e.g.: make-synthetic-vectors --seed=777 --dim=80 data
 """
 
-tool = Tool("make-synthetic-vectors", USAGE)
+tool = Tool("make-synthetic-vectors", USAGE, docs="docs/tool-reference.md#make-synthetic-vectors")
 tool.register("seed", 777, "Seed of numpy's default_rng")
 tool.register("dim", 80, "Dimension of the vectors")
 tool.register("num-train-speakers", 400, "Labelled out-of-domain training speakers")

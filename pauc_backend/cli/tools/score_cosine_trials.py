@@ -19,8 +19,7 @@ length-normalized vectors (as the recipes use) this is cosine scoring.
 The trials file has lines <key1> <key2> [<target|nontarget>] and the output has
 lines <key1> <key2> <score>; a trial with an unknown key is skipped with a warning.
 With --normalize=true each vector is first divided by its norm, so the score is the
-cosine similarity; the default (false) keeps Kaldi's plain dot product, and then
-warns once when the norms within a table vary (coefficient of variation above 0.02).
+cosine similarity (default: Kaldi's plain dot product, with one warning when norms vary).
 
 Usage: score-cosine-trials [options] <trials-in> <vector1-rspecifier> <vector2-rspecifier> <scores-out>
 e.g.: score-cosine-trials data/trials ark:exp/enroll_final.ark ark:exp/test_final.ark scores/cosine
@@ -33,7 +32,7 @@ e.g.: score-cosine-trials data/trials ark:exp/enroll_final.ark ark:exp/test_fina
 # the EER of the dot product over cosine by 12 % relative (5.8 % -> 6.5 %), with 0.05 by 75 %.
 NORM_VARIATION_WARNING = 0.02
 
-tool = Tool("score-cosine-trials", USAGE)
+tool = Tool("score-cosine-trials", USAGE, docs="docs/tool-reference.md#score-cosine-trials")
 tool.register("normalize", False, "If true, divide each vector by its norm first, so the score "
               "is the cosine similarity; if false, the plain dot product (as Kaldi)")
 register_score_norm_options(tool)

@@ -13,27 +13,16 @@ from pauc_backend.models.systems import candidate_title
 
 USAGE = """
 Scores trials with the back-end that train-pauc-auto chose and trained (its model directory):
-the raw vectors go through the stored mean, LDA, PLDA and metrics, the member systems score
-each trial, and the stored fusion (or calibration) combines them; higher = same speaker.
-Vectors are RAW (as extracted). The enrollment side may be speaker means of raw vectors;
---num-utts then gives each speaker's count (as score-plda-trials). The trials file has lines
-<key1> <key2> [<target|nontarget>]; output lines are <key1> <key2> <score>; a trial with an
-unknown key is skipped with a warning.
-Domain check: the enrollment and test vectors are compared with the training statistics the
-model directory stores (their mean shift in training within-speaker standard deviations,
-models/domain.py); above 0.4 (the demo's out-of-domain vectors: 0.97; ETRI's and TIMIT's own
-evaluation vectors: 0.06 and 0.14) ONE WARNING names the remedy, train-pauc-auto --adapt.
-Quality measures: when the model's calibration uses durations (system.txt: quality_measures
-with duration), --enroll-duration and --test-duration give the seconds of each enrollment and
-test key (utt2dur; an enrollment model's is the sum of its utterances', e.g. by
-utils/durations.sh --spk2utt); without them it is ONE ERROR. The embedding-norm measure needs
-nothing (the vectors carry it). Durations given to a model without them are not used (a LOG).
+RAW vectors (as extracted) go through the stored mean, LDA, PLDA and metrics, and the stored
+fusion (or calibration) combines the member systems; higher = same speaker. --num-utts as in
+score-plda-trials. ONE WARNING names train-pauc-auto --adapt when the vectors look out of the
+training domain; a model calibrated with durations needs --enroll-duration/--test-duration.
 
 Usage: score-pauc-auto [options] <model-dir> <enroll-vector-rspecifier> <test-vector-rspecifier> <trials-rxfilename> <scores-wxfilename>
 e.g.: score-pauc-auto --num-utts=ark:exp/enroll_num_utts.ark exp/pauc_auto ark:exp/enroll_spk.ark scp:data/test/xvector.scp data/trials exp/scores/pauc_auto
 """
 
-tool = Tool("score-pauc-auto", USAGE)
+tool = Tool("score-pauc-auto", USAGE, docs="docs/tool-reference.md#score-pauc-auto")
 tool.register("num-utts", "", "Table of the number of utterances averaged into each "
               "enrollment vector, e.g. ark:num_utts.ark (default: 1 each)")
 tool.register("enroll-duration", "", "Rspecifier of the durations in seconds of the "

@@ -14,19 +14,16 @@ from pauc_backend.models.metric_learning import metric_factor
 
 USAGE = """
 Scores trials with the metric M of train-pauc-metric: score = -(x1-x2)^T M (x1-x2), so a
-higher score means the same speaker and compute-eer works unchanged. Every vector is
-projected once by A (A^T A = M). The trials file has lines <key1> <key2> [<target|nontarget>];
-a trial with an unknown key is skipped with a warning. The arguments are those of
-ivector-plda-scoring; enrollment vectors are speaker averages in the metric's input space.
-Dense trial lists (most enrollment x test pairs) use a float64 Gram block; sparse ones gather
-float32 projections (as ivector-plda-scoring keeps its transformed vectors), which agree
-with float64 to about 1e-6 relative.
+higher score means the same speaker and compute-eer works unchanged. The arguments are those
+of ivector-plda-scoring; enrollment vectors are speaker averages in the metric's input space.
+The trials file has lines <key1> <key2> [<target|nontarget>]; a trial with an unknown key is
+skipped with a warning.
 
 Usage: score-pauc-trials [options] <metric> <enroll-vector-rspecifier> <test-vector-rspecifier> <trials-rxfilename> <scores-wxfilename>
 e.g.: score-pauc-trials exp/metric ark:exp/enroll_latent.ark ark:exp/test_latent.ark data/trials scores/pauc
 """ + HELP_TEXT
 
-tool = Tool("score-pauc-trials", USAGE)
+tool = Tool("score-pauc-trials", USAGE, docs="docs/tool-reference.md#score-pauc-trials")
 tool.register("num-utts", "", "Accepted for symmetry with score-plda-trials and ignored: the "
               "number of utterances enters through transform-plda-latent --num-utts")
 register_score_norm_options(tool, "vectors in the metric's input space, like the inputs")

@@ -20,9 +20,7 @@ columns; a third is ignored here) and the output has lines <key1> <key2> <score>
 a trial with an unknown key is skipped with a warning.
 The enrollment vectors are averages over each speaker's utterances; --num-utts gives
 the number of utterances per speaker (default 1), which affects the scoring.
-One WARNING when the enrollment and test vectors look out of the PLDA's training domain: their
-mean (PLDA space, before length normalisation) more than %g within-speaker standard deviations
-from the PLDA's mean (pauc_backend/models/domain.py says how that threshold was measured).
+One WARNING names adapt-plda when the vectors' mean is over %g within-speaker SDs from the PLDA's.
 
 Usage: score-plda-trials [options] <plda> <enroll-vector-rspecifier> <test-vector-rspecifier> <trials-rxfilename> <scores-wxfilename>
 e.g.: score-plda-trials --num-utts=ark:exp/enroll_num_utts.ark exp/plda ark:exp/enroll_final.ark ark:exp/test_final.ark data/trials scores/plda
@@ -35,7 +33,7 @@ PLDA_REMEDY = ("adapt the PLDA to unlabelled in-domain vectors with adapt-plda a
                "vectors on their mean (compute-vector-mean, subtract-vector-mean), as "
                "egs/sre16/v2 does")
 
-tool = Tool("score-plda-trials", USAGE)
+tool = Tool("score-plda-trials", USAGE, docs="docs/tools.md#the-domain-check")
 register_plda_options(tool)
 register_score_norm_options(tool, "vectors in the same space as the inputs (before the PLDA "
                             "transform, like them)")

@@ -17,11 +17,6 @@ USAGE = """
 Copies a table of vectors but subtracts the global mean as it does so.  The mean
 may be specified as the first argument (a vector file, e.g. from compute-vector-mean);
 if not, the mean of the input vectors is used (as ivector-subtract-global-mean).
-Memory: with a mean file the table is streamed (one chunk of vectors at a time, any
-table size). Without one, an input that can be read again (an archive in a plain
-file, or a script in a plain file) is read twice, streamed both times (the mean,
-then the output); from a pipe or standard input the whole table is held in memory,
-as Kaldi's ivector-subtract-global-mean holds it.
 
 Usage: subtract-vector-mean <vector-rspecifier> <vector-wspecifier>
 or: subtract-vector-mean <mean-rxfilename> <vector-rspecifier> <vector-wspecifier>
@@ -30,7 +25,7 @@ or: subtract-vector-mean exp/mean.vec scp:data/test/xvector.scp ark,scp:exp/test
 See also: compute-vector-mean
 """
 
-tool = Tool("subtract-vector-mean", USAGE)
+tool = Tool("subtract-vector-mean", USAGE, docs="docs/tool-reference.md#subtract-vector-mean")
 tool.register("subtract-mean", True, "If true, subtract mean; if false, just copy the input.")
 
 

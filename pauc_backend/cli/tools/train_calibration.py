@@ -25,7 +25,7 @@ e.g.: train-calibration --prior=0.01 data/dev/trials exp/scores_dev exp/calibrat
         --test-duration=ark:data/dev/utt2dur data/dev/trials exp/scores_dev exp/qmf.mdl
 """.strip("\n") + "\n" + quality_options.HELP_TEXT.rstrip("\n")
 
-tool = Tool("train-calibration", USAGE)
+tool = Tool("train-calibration", USAGE, docs="docs/quality-measures.md")
 tool.register("prior", 0.5, "Target prior of the training objective (0.01 for the usual "
               "DCF operating point)", bounds=(">0", "<1"))
 tool.register("regularization", 0.0, "L2 penalty lambda/2 ||w||^2 on the weights (needed when "

@@ -18,19 +18,13 @@ dimension.  By default it will normalize so that the projected within-class cova
 is unit; --total-covariance-factor=1.0 normalizes the total covariance instead.
 Note: the transform we produce is actually an affine transform which will also set
 the global mean to zero (apply it with transform-vectors).
-Memory: no table is held (Kaldi holds every vector, as float, to subtract their mean): the
-vectors stream in (a pipe is fine) and go to an unlinked temporary file in $TMPDIR (4 bytes
-per dimension and vector); a second and third pass over it compute the mean (summed in table
-order, Kaldi's order for a sorted table), then each speaker's sum and count and the scatter
-of the vectors centred on it (in float, as Kaldi), in double (Kaldi's CovarianceStats), on
-two threads. utt2spk is held (~150 bytes per utterance).
 
 Usage:  train-lda [options] <vector-rspecifier> <utt2spk-rspecifier> <lda-matrix-out>
 e.g.:
  train-lda --dim=32 "ark:subtract-vector-mean scp:data/train/xvector.scp ark:- |" ark:data/train/utt2spk exp/transform.mat
 """
 
-tool = Tool("train-lda", USAGE)
+tool = Tool("train-lda", USAGE, docs="docs/tool-reference.md#train-lda")
 tool.register("dim", 100, "Dimension we keep with the LDA transform", bounds=(">=1",))
 tool.register("total-covariance-factor", 0.0, "If this is 0.0 we normalize to make the "
               "within-class covariance unit; if 1.0, the total covariance; if between, we "

@@ -15,30 +15,15 @@ USAGE = """
 Learns the matrix M of the squared Mahalanobis distance S = (x1-x2)^T M (x1-x2) that maximises
 the partial AUC over the false-alarm range [--pauc-alpha, --pauc-beta] of same/different
 speaker pairs (pAUCMetric; --loss=triplet: TripletMetric), by mini-batch proximal point
-iterations from M = I. Speakers are read from spk2utt (as ivector-compute-plda); speakers with
-one vector are skipped. The hyper-parameters are in units where the mean squared distance
-between two training vectors is 2 (--scale=auto), so the defaults suit unit-length and
-PLDA-latent vectors alike; the metric returned is the mean of the iterates (--average).
-With --validation-fraction > 0, that fraction of the speakers is held out to choose the number
-of iterations, then the metric is retrained on all speakers (--refit); --auto-tune searches
-margin, gamma, mu and eta the same way. Both are only meaningful if the preprocessing (LDA,
-PLDA) did not see the held-out speakers: otherwise they favour M = I.
-The metric is written as a double matrix (DM, d x d); score with score-pauc-trials.
-Memory: the vectors are held once, as float (as read); each mini-batch (s speakers x 2
-vectors) and the held-out set are gathered and converted to double on their own, and the
-scale is computed in double from blocks. M, its eigenvectors and the running mean are
-d x d doubles (three or four of them: 6 MB each at d = 512); the batch's pair arrays are
-O(s^2).
-Progress: a LOG line "Progress: pauc metric, train, iteration i of N; elapsed ..., estimated
-remaining ..." at least every --progress-interval seconds of work.
-The speakers may also be given as utt2spk (lines "<utterance> <speaker>"): the tools read
-either form (a LOG line says when a table was read as utt2spk).
+iterations from M = I. Speakers are read from spk2utt (or utt2spk); speakers with one vector
+are skipped. The metric is written as a double matrix (DM, d x d); score with
+score-pauc-trials.
 
 Usage: train-pauc-metric [options] <spk2utt-rspecifier> <vector-rspecifier> <metric-wxfilename>
 e.g.: train-pauc-metric --write-transform=exp/metric.mat ark:data/train/spk2utt ark:exp/train_latent.ark exp/metric
 """
 
-tool = Tool("train-pauc-metric", USAGE)
+tool = Tool("train-pauc-metric", USAGE, docs="docs/tool-reference.md#train-pauc-metric")
 tool.register("loss", "pauc", "Loss: pauc (pAUCMetric, tetrad constraints, eq. 8) or triplet "
               "(TripletMetric, eq. 17)", choices=("pauc", "triplet"))
 pauc_options.register_band(tool, "of the pAUC the metric maximises")

@@ -13,18 +13,13 @@ USAGE = """
 Computes a Plda object (for Probabilistic Linear Discriminant Analysis)
 from a set of vectors.  Uses speaker information from a spk2utt file
 to compute within and between class variances (as ivector-compute-plda).
-Memory: no table is held (Kaldi holds the vectors it reads by key): the vectors stream in,
-in any order (a pipe is fine), and each speaker's sum and count and the scatter are
-accumulated in double (Kaldi's PldaStats) about a reference point; spk2utt is held. The E-M
-runs on D x D and per-speaker statistics only, grouped by speaker size (Kaldi's cache of
-inverses by class size).
 
 Usage:  train-plda [options] <spk2utt-rspecifier> <vector-rspecifier> <plda-out>
 e.g.:
  train-plda ark:data/train/spk2utt ark:exp/train_lda_norm.ark exp/plda
 """
 
-tool = Tool("train-plda", USAGE)
+tool = Tool("train-plda", USAGE, docs="docs/tool-reference.md#train-plda")
 tool.register("num-em-iters", 10, "Number of iterations of E-M used for PLDA estimation",
               bounds=(">=0",))
 tool.register("binary", True, "Write output in binary mode")

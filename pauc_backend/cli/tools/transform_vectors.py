@@ -10,19 +10,15 @@ This program applies a linear or affine transform to individual vectors, e.g.
 x-vectors (as transform-vec and ivector-transform).  A transform with R rows and
 D columns gives y = M x; with D+1 columns the last column is an offset b,
 y = M[:, :D] x + b (e.g. the LDA matrix written by train-lda).
-Precision, as Kaldi: float32, each vector through one BLAS sgemv call (numpy's
-BLAS here, the one Kaldi was linked with there).  Guaranteed: every element is
-within 2 (D+1) 2^-24 (sum_j |M_ij x_j| + |b_i|) of transform-vec's (the bound
-for two float32 summation orders); bit-identical only when numpy's BLAS sums in
-the same order as Kaldi's (as numpy's OpenBLAS 0.3.31 and Kaldi's Debian
-OpenBLAS 0.3.21 do on this project's x86-64 machine, for sgemv).
+Float32, as Kaldi (one BLAS sgemv per vector): each element within a stated bound of
+transform-vec's, bit-identical where the BLAS sums in Kaldi's order.
 
 Usage: transform-vectors [options] <transform-rxfilename> <vector-rspecifier> <vector-wspecifier>
 e.g.: transform-vectors exp/transform.mat ark:exp/train_sub.ark ark,scp:exp/train_lda.ark,exp/train_lda.scp
 See also: train-lda, normalize-vector-length
 """
 
-tool = Tool("transform-vectors", USAGE)
+tool = Tool("transform-vectors", USAGE, docs="docs/tool-reference.md#transform-vectors")
 
 
 def run(opts, args):
