@@ -26,7 +26,8 @@ from scipy.special import ndtri
 
 from pauc_backend.errors import KaldiError
 
-__all__ = ["det_figure", "roc_figure", "nber_figure", "plot_det", "plot_roc", "plot_nber",
+__all__ = ["det_figure", "roc_figure", "nber_figure", "choice_figure", "plot_choice",
+           "plot_det", "plot_roc", "plot_nber",
            "check_plot_name", "DET_LABELS", "ROC_LABELS", "NBER_LABELS"]
 
 DET_LABELS = ("False alarm rate (%)", "Miss rate (%)")
@@ -171,6 +172,53 @@ def nber_figure(systems, p_targets=(), c_miss=1.0, c_fa=1.0, prior_log_odds=None
     ax.set_title(title or "Normalised Bayes error rate")
     _legend_below(ax)
     return fig
+
+
+def choice_figure(rows, title=None):
+    """The automatic back-end's choice (plot-auto-choice): one panel per source of evidence,
+    each rated candidate's pAUC with its standard-error bar, the candidates in the order of
+    the rating source's pAUC (best at the top), the chosen one a filled star, the baselines
+    open squares; the rating source's panel says so. ``rows``: dicts with "source",
+    "candidate", "lda_dim", "pauc", "se", "role" (a set of chosen, baseline, rating)."""
+    plt = _pyplot()
+    sources = list(dict.fromkeys(r["source"] for r in rows))
+    rating = next((r["source"] for r in rows if "rating" in r["role"]), sources[0])
+    label = lambda r: "%s (LDA %s)" % (r["candidate"], r["lda_dim"])  # noqa: E731
+    order = [label(r) for r in sorted((r for r in rows if r["source"] == rating),
+                                      key=lambda r: r["pauc"])]
+    for r in rows:
+        if label(r) not in order:
+            order.insert(0, label(r))
+    position = {name: i for i, name in enumerate(order)}
+    fig, axes = plt.subplots(1, len(sources), sharey=True, squeeze=False,
+                             figsize=(3.2 * len(sources) + 3.0, 0.22 * len(order) + 1.6))
+    for ax, source in zip(axes[0], sources):
+        mine = [r for r in rows if r["source"] == source]
+        y = np.array([position[label(r)] for r in mine])
+        x = np.array([r["pauc"] for r in mine])
+        err = np.array([r["se"] for r in mine])
+        ax.errorbar(x, y, xerr=err, fmt="o", markersize=3, color="0.35", ecolor="0.6",
+                    capsize=2, label="candidate +- SE")
+        for marker, role, name in (("s", "baseline", "baseline"), ("*", "chosen", "chosen")):
+            keep = np.array([role in r["role"] for r in mine], dtype=bool)
+            if keep.any():
+                ax.plot(x[keep], y[keep], marker, markersize=9 if role == "chosen" else 7,
+                        markerfacecolor="none" if role == "baseline" else "C3",
+                        markeredgecolor="C0" if role == "baseline" else "C3",
+                        linestyle="none", label=name)
+        ax.set_title("%s%s" % (source, " (rates)" if source == rating else ""), fontsize=9)
+        ax.set_xlabel("pAUC")
+        ax.grid(True, axis="x", alpha=0.3)
+    axes[0][0].set_yticks(range(len(order)))
+    axes[0][0].set_yticklabels(order, fontsize=7)
+    _legend_below(axes[0][-1], ncol=3)
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def plot_choice(rows, wxfilename, title=None):
+    _save(choice_figure(rows, title), wxfilename)
 
 
 def _legend_below(ax, **kwargs):

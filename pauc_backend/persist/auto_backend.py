@@ -1,6 +1,8 @@
 """The model directory of train-pauc-auto / score-pauc-auto: Kaldi-format pieces + a text card.
 
     system.txt     what was chosen and its cross-fitted (held-out) figures, "key value" lines
+    choice.txt     every candidate's figure on every source of evidence, one line each
+                   (models.auto.choice.table_lines; plot-auto-choice draws it)
     mean.vec       training mean of the raw vectors (float vector; ivector-subtract-global-mean)
     transform.mat  LDA [A | b] (float matrix; transform-vec / ivector-transform); with
                    "lda_dim none" in system.txt the identity [I | 0]
@@ -54,6 +56,7 @@ from pauc_backend.kaldi_io.objects import read_plda_obj
 from pauc_backend.kaldi_io.regular_files import (check_directory, decode_text, parse_object,
                                                  read_regular)
 from pauc_backend.models.auto import AutoBackend
+from pauc_backend.models.auto.choice import table_lines
 from pauc_backend.models.systems import base_system, canonical, system
 from pauc_backend.models.backend_pipeline import BackendPipeline
 from pauc_backend.models.discriminative_plda import DiscriminativePLDA
@@ -81,6 +84,9 @@ def _write_model_dir(path, model, binary=True, extra_lines=()):
             f.write("dim %d\n" % model.n_features_in_)
             for line in extra_lines:
                 f.write(line.rstrip("\n") + "\n")
+        if getattr(model, "choice_", None) is not None:
+            with open(os.path.join(tmp, "choice.txt"), "w") as f:
+                f.write("".join(line + "\n" for line in table_lines(model.choice_)))
         write_vector(os.path.join(tmp, "mean.vec"), pipe.mean_, binary=binary)
         write_matrix(os.path.join(tmp, "transform.mat"), pipe.lda_.affine_matrix_,
                      binary=binary)
@@ -142,6 +148,43 @@ def cohort_bytes(dim):
     """The most bytes of cohort.ark: MAX_COHORT binary records of ``dim`` floats (and a key of
     up to 64 bytes), as train-pauc-auto writes them."""
     return (64 << 10) + MAX_COHORT * (64 + 4 * dim)
+
+
+def read_choice(path):
+    """choice.txt of the model directory ``path`` (models.auto.choice.table_lines) as a list
+    of dicts ("source", "candidate", "lda_dim", "pauc", "se", "eer", "min_dcf", "role": a
+    set); one KaldiError naming the file and line of anything else."""
+    check_directory(path, "Model directory")
+    name = os.path.join(path, "choice.txt")
+    try:
+        data = read_regular(name, CARD_BYTES, "the evidence table of a model directory")
+    except FileNotFoundError:
+        raise KaldiError("%s has no choice.txt (a model of an older train-pauc-auto, or not "
+                         "a model directory): retrain it with train-pauc-auto" % path) from None
+    rows = []
+    roles = {"chosen", "baseline", "rating"}
+    text = decode_text(data, name, "the evidence table of a model directory")
+    for number, line in enumerate(io.StringIO(text, newline=None), 1):
+        fields = line.split()
+        if not fields:
+            continue
+        try:
+            if len(fields) != 8 or fields[0] not in ("heldout", "pseudo", "dev"):
+                raise ValueError("expected 8 fields, the first heldout, pseudo or dev")
+            values = [float(v) for v in fields[3:7]]
+            role = set() if fields[7] == "-" else set(fields[7].split(","))
+            if not role <= roles:
+                raise ValueError("unknown role %r" % fields[7])
+            if not np.isfinite(values[0]) or not np.isfinite(values[1]):
+                raise ValueError("a pAUC or its SE is not a finite number")
+        except ValueError as err:
+            raise KaldiError("%s line %d: %s (%r)" % (name, number, err, line.strip()[:100]))
+        rows.append({"source": fields[0], "candidate": fields[1], "lda_dim": fields[2],
+                     "pauc": values[0], "se": values[1], "eer": values[2],
+                     "min_dcf": values[3], "role": role})
+    if not rows:
+        raise KaldiError("%s holds no candidate" % name)
+    return rows
 
 
 def read_card(path):

@@ -10,12 +10,12 @@ def describe_shift(shift):
             "(RMS over the dimensions; out of domain above %g)" % (shift, OUT_OF_DOMAIN_SHIFT))
 
 
-def warn_if_out_of_domain(log, shift, what, remedy):
-    """One WARNING naming ``what`` was measured and the ``remedy`` when ``shift`` is above
-    OUT_OF_DOMAIN_SHIFT; returns whether it warned. Call it once per run, after the tables are
-    read and before the trials are scored."""
+def warn_if_out_of_domain(log, shift, what, remedy, domain="the training domain"):
+    """One WARNING naming ``what`` was measured, the ``domain`` it was compared with and the
+    ``remedy`` when ``shift`` is above OUT_OF_DOMAIN_SHIFT; returns whether it warned. Call it
+    once per run, after the tables are read and before the trials are scored."""
     if not is_out_of_domain(shift):
         return False
-    log.warning("The %s look out of the training domain: %s. Scores of such vectors lose "
-                "accuracy; %s" % (what, describe_shift(shift), remedy))
+    log.warning("The %s look out of %s: %s. Scores of such vectors lose accuracy; %s"
+                % (what, domain, describe_shift(shift), remedy))
     return True

@@ -15,8 +15,9 @@ USAGE = """
 Scores trials with the back-end that train-pauc-auto chose and trained (its model directory):
 RAW vectors (as extracted) go through the stored mean, LDA, PLDA and metrics, and the stored
 fusion (or calibration) combines the member systems; higher = same speaker. --num-utts as in
-score-plda-trials. ONE WARNING names train-pauc-auto --adapt when the vectors look out of the
-training domain; a model calibrated with durations needs --enroll-duration/--test-duration.
+score-plda-trials. ONE WARNING when the vectors look out of the model's domain (the training
+set's, or the adaptation set's for a model trained with --adapt); a model calibrated with
+durations needs --enroll-duration/--test-duration.
 
 Usage: score-pauc-auto [options] <model-dir> <enroll-vector-rspecifier> <test-vector-rspecifier> <trials-rxfilename> <scores-wxfilename>
 e.g.: score-pauc-auto --num-utts=ark:exp/enroll_num_utts.ark exp/pauc_auto ark:exp/enroll_spk.ark scp:data/test/xvector.scp data/trials exp/scores/pauc_auto
@@ -68,20 +69,27 @@ def read_vectors(rspecifier, dim, what):
     return keys, X
 
 
-def check_domain(log, model, model_dir, E, T):
-    """ONE WARNING naming --adapt when the scored vectors (enrollment and test pooled) look
-    out of the model's training domain (models.domain, threshold OUT_OF_DOMAIN_SHIFT); a
-    LOG when the model directory has no domain statistics (an older version's)."""
+def check_domain(log, model, model_dir, E, T, adapted=False):
+    """ONE WARNING when the scored vectors (enrollment and test pooled) look out of the
+    model's domain (models.domain, threshold OUT_OF_DOMAIN_SHIFT): the training domain, whose
+    remedy is --adapt, or for a model trained with an adaptation set (``adapted``) that set's,
+    whose remedy is an adaptation set of the scored domain; a LOG when the model directory
+    has no domain statistics (an older version's)."""
     domain = getattr(model, "domain_", None)
     if domain is None:
         log.log("%s has no training-domain statistics (written by an older train-pauc-auto): "
                 "no domain check" % model_dir)
         return
     shift = domain.shift(E, T)
-    if not warn_if_out_of_domain(
-            log, shift, "scored vectors",
-            "retrain with train-pauc-auto --adapt=<unlabelled vectors of their domain> (the "
-            "centring mean and an adapted PLDA from them)"):
+    if adapted:
+        where = "the domain of the adaptation set the model was trained with (its mean)"
+        remedy = ("retrain with an adaptation set (--adapt) drawn from the vectors you score, "
+                  "or check that these are the vectors you meant to score")
+    else:
+        where = "the training domain"
+        remedy = ("retrain with train-pauc-auto --adapt=<unlabelled vectors of their domain> "
+                  "(the centring mean and an adapted PLDA from them)")
+    if not warn_if_out_of_domain(log, shift, "scored vectors", remedy, where):
         log.log("Domain check: %s" % describe_shift(shift))
 
 
@@ -98,9 +106,9 @@ def run(opts, args):
                          "--test-duration (utt2dur of the enrollment and test keys)"
                          % (model_dir, ",".join(model.quality_)))
     if opts.enroll_duration and not model.needs_durations:
-        log.log("The back-end in %s does not use durations (quality_measures %s): "
-                "--enroll-duration and --test-duration are not used"
-                % (model_dir, ",".join(model.quality_) or "none"))
+        log.warning("The back-end in %s does not use durations (quality_measures %s): "
+                    "--enroll-duration and --test-duration have no effect on its scores"
+                    % (model_dir, ",".join(model.quality_) or "none"))
     enroll_keys, E = read_vectors(enroll_rspecifier, model.n_features_in_, "enrollment")
     num_utts = np.ones(len(enroll_keys), dtype=np.int64)
     if opts.num_utts:
@@ -121,7 +129,7 @@ def run(opts, args):
     log.log("Read %d enrollment vectors" % len(enroll_keys))
     test_keys, T = read_vectors(test_rspecifier, model.n_features_in_, "test")
     log.log("Read %d test vectors" % len(test_keys))
-    check_domain(log, model, model_dir, E, T)
+    check_domain(log, model, model_dir, E, T, "adapt_vectors" in card)
     fe = model.features(E, num_utts)
     ft = model.features(T, 1)
     durations = (None, None)

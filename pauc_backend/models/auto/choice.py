@@ -12,14 +12,11 @@ is written onto the cross-fitting or the estimator.
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from pauc_backend.models.auto import pseudo, selection
-from pauc_backend.models.auto.evidence import DEV_TRIALS, PSEUDO_TRIALS
+from pauc_backend.models.auto.evidence import DEV_TRIALS, PREFIX, PSEUDO_TRIALS
 from pauc_backend.models.auto.trialsets import WHOLE
-from pauc_backend.models.systems import parse_candidate
 
-__all__ = ["Choice", "choose"]
+__all__ = ["Choice", "choose", "table_lines"]
 
 
 @dataclass(frozen=True)
@@ -126,21 +123,24 @@ def choose(cross, inputs, reporter):
                   tuple(evidence), int(index), verdict, tuple(lines), tuple(card))
 
 
-def members_of(name):
-    """The members of a candidate's name (a pseudo-trained one is its own member)."""
-    return (name,) if pseudo.is_pseudo(name) else parse_candidate(name)
 
-
-def rated_rows(choice, source):
-    """The rows of ``source`` with each candidate's name (None rows left out)."""
+def table_lines(choice):
+    """choice.txt of the model directory: one line per candidate a source rates,
+    "<source> <candidate> <lda_dim> <pauc> <pauc_se> <eer> <min_dcf> <role>" (source:
+    heldout, pseudo or dev; lda_dim "none" for 0; role: a comma-joined subset of chosen,
+    baseline, rating (the source that rated), or "-"), every source's rows in the order of
+    the candidates (plot-auto-choice draws them)."""
+    baselines = set(choice.verdict["baselines"])
+    lines = []
     for e in choice.evidence:
-        if e.source == source:
-            return [dict(r, candidate=choice.labels[i][0], lda_dim=choice.labels[i][1])
-                    for i, r in enumerate(e.rows) if r is not None]
-    return []
-
-
-def pauc_of(choice, source):
-    """The chosen candidate's pAUC on ``source`` (NaN when not rated there)."""
-    row = choice.row(source)
-    return float("nan") if row is None else float(np.asarray(row["pauc"]))
+        means, se = e.means(), e.standard_errors()
+        for i, row in enumerate(e.rows):
+            if row is None:
+                continue
+            role = [r for r, on in (("chosen", i == choice.index), ("baseline", i in baselines),
+                                    ("rating", e.source == choice.source)) if on]
+            name, dim = choice.labels[i]
+            lines.append("%s %s %s %.6g %.6g %.6g %.6g %s" % (
+                PREFIX[e.source], name, "none" if not int(dim) else int(dim), means[i], se[i],
+                e.figure(i, "eer"), e.figure(i, "min_dcf"), ",".join(role) or "-"))
+    return lines
