@@ -201,7 +201,7 @@ def section_calibration(data, lines):
                     ("unlabelled set, 1 per speaker", A[first_per_speaker(ya, 1, rng)], full),
                     ("unlabelled set, all", A, full)):
                 # the share as examine computes it, whatever the checks before it say
-                S = np.asarray(B[U._sample(B.shape[0], U.MAX_ROWS, seed)], np.float64)
+                S = np.asarray(B[U.sample_rows(B.shape[0], U.MAX_ROWS, seed)], np.float64)
                 share = U.cluster_share(S @ ref.directions.T, seed)[0]
                 groups.setdefault(label, []).append((B.shape[0], share))
         for label, values in groups.items():
@@ -228,7 +228,7 @@ def section_null(lines):
               "q99.9 | max |" % U.Z_999, "|---|---|---|---|---|---|---|---|---|"]
     for m, dim in ((10, 80), (50, 200), (200, 80), (500, 16), (2000, 200), (2000, 256)):
         rng = np.random.default_rng([m, dim])
-        stats = np.array([U.sphericity(U._spectrum(rng.standard_normal((m, dim))), m)
+        stats = np.array([U.sphericity(U.covariance_spectrum(rng.standard_normal((m, dim))), m)
                           for _ in range(1000)])
         z, edge = stats[:, 0], stats[:, 3]
         lines.append("| %d | %d | %.2f | %.2f | %.2f | %.2f | %.3f | %.2f | %.2f |" % (
@@ -254,7 +254,7 @@ def section_power(data, lines):
             for seed in SEEDS:
                 pick = np.random.default_rng([seed, k]).permutation(speakers)[:k]
                 rows = singles[np.isin(speakers, pick)]
-                stats.append(U.sphericity(U._spectrum(A[rows].astype(np.float64)), k))
+                stats.append(U.sphericity(U.covariance_spectrum(A[rows].astype(np.float64)), k))
             stats = np.array(stats)
             cells.append("%.1f-%.1f / %.1f-%.1f" % (stats[:, 0].min(), stats[:, 0].max(),
                                                     stats[:, 3].min(), stats[:, 3].max()))

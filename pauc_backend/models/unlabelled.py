@@ -69,8 +69,8 @@ import numpy as np
 from pauc_backend.models.lda import LDA
 
 __all__ = ["TrainingReference", "AdaptCheck", "examine", "screen_rows", "sphericity",
-           "cluster_share", "numerical_rank", "CLUSTER_SHARE", "Z_999", "RANK_FRACTION",
-           "MAX_ROWS"]
+           "cluster_share", "numerical_rank", "covariance_spectrum", "sample_rows",
+           "CLUSTER_SHARE", "Z_999", "RANK_FRACTION", "MAX_ROWS"]
 
 MAX_ROWS = 2000
 BLOCK_ROWS = 1024
@@ -82,14 +82,14 @@ _EPS32 = float(np.finfo(np.float32).eps)
 _MAX32 = float(np.finfo(np.float32).max)
 
 
-def _sample(count, limit, seed):
+def sample_rows(count, limit, seed):
     """Sorted seeded rows 0..count-1, at most ``limit`` of them."""
     if count <= limit:
         return np.arange(count)
     return np.sort(np.random.default_rng([int(seed), 41]).choice(count, limit, replace=False))
 
 
-def _spectrum(S):
+def covariance_spectrum(S):
     """Eigenvalues (decreasing, float64) of the covariance of the rows of S (m x D, float64),
     through the smaller of the D x D and m x m Gram matrices; padded with zeros to D."""
     C = S - S.mean(axis=0)
@@ -169,10 +169,10 @@ class TrainingReference:
         and their speaker labels y, read on seeded samples (module doc, Cost)."""
         y = np.asarray(y)
         count, dim = X.shape
-        rows = _sample(count, max_rows, seed)
+        rows = sample_rows(count, max_rows, seed)
         S = np.asarray(X[rows], dtype=np.float64)
-        rank = numerical_rank(_spectrum(S), S.shape)
-        lda_rows = _sample(count, 10 * max_rows, seed + 1)
+        rank = numerical_rank(covariance_spectrum(S), S.shape)
+        lda_rows = sample_rows(count, 10 * max_rows, seed + 1)
         speakers = np.unique(y[lda_rows]).size
         k = min(speakers - 1, dim // 2)
         directions = (LDA(dim=k).fit(X, y[lda_rows], rows=lda_rows).components_
@@ -298,10 +298,10 @@ def examine(A, reference, max_rows=MAX_ROWS, seed=0, min_clustered=40):
                            "identical")
         return verdict(False, False, "error", "%s usable vector: nothing in it can be used"
                        % ("only one" if rows.size else "no"), "no_usable_rows")
-    sample = rows[_sample(rows.size, max_rows, seed)]
+    sample = rows[sample_rows(rows.size, max_rows, seed)]
     S = np.asarray(A[sample], dtype=np.float64)
     m = S.shape[0]
-    values = _spectrum(S)
+    values = covariance_spectrum(S)
     rank = numerical_rank(values, S.shape)
     expected = min(reference.rank, m - 1)
     figures.update(sample=m, rank=rank, expected_rank=expected)
