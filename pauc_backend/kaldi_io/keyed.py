@@ -44,8 +44,9 @@ __all__ = ["KeyIndex", "KeySpace", "PairTable", "JoinedChunk", "iter_join", "joi
 _MAX_ID1 = 1 << 30
 
 
-def _lines_of(rx, what, pair, num_fields):
-    """Line numbers of ``pair`` (text) in a re-readable file (first two); [] for a pipe."""
+def _lines_of(rx, what, pair, num_fields, labels=None):
+    """Line numbers of ``pair`` (text) in a re-readable file (first two); [] for a pipe.
+    With a list ``labels``, the label of each found line (True: target) is appended to it."""
     if streams.classify_rxfilename(rx)[0] not in ("file", "offset"):
         return []
     key1, key2 = (key.encode("utf-8") for key in pair.split(" "))
@@ -53,14 +54,20 @@ def _lines_of(rx, what, pair, num_fields):
     for chunk in iter_fields(rx, (num_fields,), what):
         hits = np.flatnonzero((chunk.tokens(0) == key1) & (chunk.tokens(1) == key2))
         found += (chunk.first_line + hits).tolist()
+        if labels is not None and hits.size and len(chunk.columns) == 3:
+            labels += chunk.labels(2)[hits].astype(bool).tolist()
         if len(found) >= 2:
             break
     return found[:2]
 
 
-def _duplicate_error(pair, name, what, lines):
+def _duplicate_error(pair, name, what, lines, labels=()):
+    """The ERROR of a pair listed twice; ``labels`` (of the two ``lines``, True: target):
+    a pair listed as both target and nontarget is said to be contradictory."""
     where = ("lines %d and %d" % tuple(lines)) if len(lines) == 2 else (
         "line %d and an earlier line" % lines[0] if lines else "twice")
+    if len(labels) >= 2 and labels[0] != labels[1]:
+        where += ", once as target and once as nontarget: contradictory labels"
     return KaldiError("Duplicate key pair '%s' in %s: Trial '%s' appears twice in %s %s (%s)"
                       % (pair, streams.printable(name), pair, what, streams.printable(name),
                          where))
@@ -142,15 +149,24 @@ class PairTable:
 
     @classmethod
     def from_arrays(cls, name, keys, key1, key2, values, noun="scores", singular=None,
-                    what="scores file"):
-        """A score table from in-memory key arrays (str) and float values."""
+                    what="scores file", kind="score"):
+        """A table from in-memory key arrays (str) and values: float scores, or with
+        ``kind="label"`` bool labels (True: target; a trials list already read, e.g. by
+        kaldi_io.trials.read_trials). A pair listed twice is the same ERROR as ``read``'s,
+        naming both lines (the rows + 1) and, for labels, a contradiction."""
         ids1 = keys.first.lookup(_as_bytes(key1), add=True)
         ids2 = keys.second.lookup(_as_bytes(key2), add=True)
         codes = keys.codes(ids1, ids2)
+        labels = None
+        if kind == "label":
+            labels = np.asarray(values, dtype=bool)
+            codes = (codes << np.uint64(1)) | labels.astype(np.uint64)
+            values = None
         order = np.argsort(codes, kind="stable")
-        table = cls(name, keys, codes[order], np.asarray(values, np.float64)[order], "score",
+        table = cls(name, keys, codes[order],
+                    None if values is None else np.asarray(values, np.float64)[order], kind,
                     noun, singular or noun.rstrip("s"), what, None)
-        table._arrays = (np.asarray(key1), np.asarray(key2))
+        table._arrays = (np.asarray(key1), np.asarray(key2), labels)
         table._check_unique()
         return table
 
@@ -177,15 +193,21 @@ class PairTable:
             same = np.flatnonzero(pairs[1:] == pairs[:-1])
             if same.size:
                 pair = self.keys.pair_text(pairs[same[0]])
-                raise _duplicate_error(pair, self.name, self.what, self.locate(pair))
+                labels = [] if self.kind == "label" else None
+                lines = self.locate(pair, labels)
+                raise _duplicate_error(pair, self.name, self.what, lines, labels or ())
 
-    def locate(self, pair):
-        """The line numbers of ``pair`` (first two), if the source can be read again."""
+    def locate(self, pair, labels=None):
+        """The line numbers of ``pair`` (first two), if the source can be read again; with a
+        list ``labels`` (a label table), their labels are appended to it."""
         arrays = getattr(self, "_arrays", None)
         if arrays is not None:
             key1, key2 = pair.split(" ")
-            return (np.flatnonzero((arrays[0] == key1) & (arrays[1] == key2))[:2] + 1).tolist()
-        return _lines_of(self.name, self.what, pair, self._num_fields)
+            rows = np.flatnonzero((arrays[0] == key1) & (arrays[1] == key2))[:2]
+            if labels is not None and arrays[2] is not None:
+                labels += arrays[2][rows].tolist()
+            return (rows + 1).tolist()
+        return _lines_of(self.name, self.what, pair, self._num_fields, labels)
 
     def find(self, pair_codes):
         """Table row of each pair code (``KeySpace.codes``), -1 where the pair is absent."""

@@ -413,11 +413,12 @@ def _previous(model, plan, fold_dir, stage, digest):
         model.add_fold_results(plan, before, results)
 
 
-def run_fold_job(model, X, y, groups, stage, folds, fold_dir, log=None, X_adapt=None):
+def run_fold_job(model, X, y, groups, stage, folds, fold_dir, log=None, X_adapt=None,
+                 adapt_check=None):
     """Stage ``stage`` of the cross-fitting on ``folds`` (0-based), written to fold_dir."""
     digest = run_digest(model, X, y, groups, X_adapt)
     try:
-        plan = model.prepare(X, y, groups, X_adapt)
+        plan = model.prepare(X, y, groups, X_adapt, adapt_check=adapt_check)
         _previous(model, plan, fold_dir, stage, digest)
         work = model.stage_work(plan, stage)
         results = list(model.cross_fit_stage(plan, stage, folds))
@@ -434,14 +435,14 @@ def run_fold_job(model, X, y, groups, stage, folds, fold_dir, log=None, X_adapt=
 
 
 def combine(model, X, y, groups, fold_dir, X_adapt=None, durations=None,
-            adapt_durations=None):
+            adapt_durations=None, adapt_check=None):
     """AutoBackend.fit from the fold outputs in fold_dir: the same fitted model
     (``durations``, ``adapt_durations``: of the training and adaptation vectors, for the
     final calibration only)."""
     digest = run_digest(model, X, y, groups, X_adapt)
     try:
         plan = model.prepare(X, y, groups, X_adapt, durations=durations,
-                             adapt_durations=adapt_durations)
+                             adapt_durations=adapt_durations, adapt_check=adapt_check)
         _previous(model, plan, fold_dir, 4, digest)
         return model.finish(plan)
     except ValueError as err:

@@ -88,7 +88,11 @@ def test_join_equals_the_compute_min_dcf_reference_at_any_chunk_size(tmp_path, c
 
 def test_duplicates_name_both_lines_in_either_file(tmp_path, chunk_bytes):
     (tmp_path / "t").write_text("a x target\nb x nontarget\na y nontarget\nb x target\n")
-    with pytest.raises(KaldiError, match=r"Duplicate key pair 'b x' .* \(lines 2 and 4\)"):
+    with pytest.raises(KaldiError, match=r"Duplicate key pair 'b x' .* \(lines 2 and 4, once "
+                       r"as target and once as nontarget: contradictory labels\)"):
+        keyed.read_labelled_trials(str(tmp_path / "t"), KeySpace())
+    (tmp_path / "t").write_text("a x target\nb x nontarget\na y nontarget\nb x 0\n")
+    with pytest.raises(KaldiError, match=r"Duplicate key pair 'b x' .* \(lines 2 and 4\)$"):
         keyed.read_labelled_trials(str(tmp_path / "t"), KeySpace())
     (tmp_path / "t").write_text("a x target\nb x nontarget\na y nontarget\n")
     (tmp_path / "s").write_text("a y 1\nb x 2\nzz q 3\na y 4\n")
@@ -254,3 +258,25 @@ def test_a_pair_twice_in_the_second_file_names_both_lines(tmp_path):
     with pytest.raises(KaldiError, match=r"Duplicate key pair 'a y' .* \(lines 1 and 4\)"):
         read_joined_scores(Log(), [str(tmp_path / "a"), str(tmp_path / "b")],
                            str(tmp_path / "t"))
+
+
+@pytest.mark.parametrize("labels,suffix", [
+    ([True, False, True, False], ")"),
+    ([True, False, True, True], ", once as target and once as nontarget: contradictory "
+                                "labels)"),
+])
+def test_a_label_table_from_arrays_refuses_a_pair_twice_as_read_does(labels, suffix):
+    """A trials list already read (train-pauc-auto's development trials): the same ERROR as
+    PairTable.read's, its lines counted from 1, a contradiction named."""
+    key1 = np.array(["a", "b", "a", "b"])
+    key2 = np.array(["x", "x", "y", "x"])
+    with pytest.raises(KaldiError) as err:
+        PairTable.from_arrays("dev", KeySpace(), key1, key2, labels, noun="trials",
+                              what="development trials file", kind="label")
+    assert str(err.value) == ("Duplicate key pair 'b x' in dev: Trial 'b x' appears twice in "
+                              "development trials file dev (lines 2 and 4" + suffix)
+    table = PairTable.from_arrays("dev", KeySpace(), key1[:3], key2[:3], labels[:3],
+                                  kind="label")
+    rows = table.find(table.keys.codes(np.array([0, 0, 1]), np.array([0, 1, 0])))
+    assert len(table) == 3                 # rows of the pairs a x, a y, b x: their labels
+    assert table.values(rows).tolist() == [labels[0], labels[2], labels[1]]

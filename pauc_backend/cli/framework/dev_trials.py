@@ -18,7 +18,11 @@ plain object the estimator takes (models.auto.dev.DevTrials).
                                  quality measures when there are no development trials)
 
 Every problem is ONE ERROR naming the file and the key: a trial key with no vector or model, a
-trials file without labels or with one class, a missing duration. An enrollment utterance
+trials file without labels or with one class, a missing duration; with the two lines or
+entries: a development key listed twice in --dev-vectors, a trial listed twice or as both
+target and nontarget (compute-eer-pauc's check, kaldi_io.keyed); and, before any training,
+trials whose non-targets (of those rated, at most --max-dev-trials) leave the pAUC band
+[--pauc-alpha, --pauc-beta] empty. An enrollment utterance
 without a vector is left out of its model with a WARNING, as ivector-mean does (a model left
 without any is dropped, and a trial naming it is then an ERROR).
 """
@@ -27,13 +31,16 @@ import numpy as np
 
 from pauc_backend.cli.framework.speaker_tables import (gather_speakers, read_spk2utt,
                                                       read_utt2spk)
-from pauc_backend.cli.framework.vector_input import read_vectors
+from pauc_backend.cli.framework.kaldi_cli import format_float
+from pauc_backend.cli.framework.vector_input import check_unique_keys, read_vectors
 from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io import read_float_table, streams
+from pauc_backend.kaldi_io.keyed import KeySpace, PairTable
 from pauc_backend.kaldi_io.trials import read_trials
+from pauc_backend.metrics.ranking import band_ranks
 from pauc_backend.models.auto.dev import DevTrials
 
-__all__ = ["register", "check_options", "read_dev_trials", "read_durations"]
+__all__ = ["register", "check_options", "read_dev_trials", "read_durations", "check_band"]
 
 _DEV = ("dev_enroll", "dev_utt2spk", "dev_utt2dur")
 
@@ -105,11 +112,8 @@ def read_dev_trials(opts, dim, log):
     """The DevTrials of the options (models.auto.dev); ONE ERROR for each problem."""
     keys, V = read_vectors(opts.dev_vectors, dim, "the training vectors",
                            empty="No development vectors in %s")
+    check_unique_keys(keys, opts.dev_vectors, "--dev-vectors")
     position = {key: row for row, key in enumerate(keys)}
-    if len(position) != len(keys):
-        seen = set()
-        key = next(k for k in keys if k in seen or seen.add(k))
-        raise KaldiError("Development vector %s appears twice in %s" % (key, opts.dev_vectors))
     key1, key2, labels = read_trials(opts.dev_trials)
     where = streams.printable(opts.dev_trials)
     if not len(key1):
@@ -127,6 +131,9 @@ def read_dev_trials(opts, dim, log):
                          "calibration need both classes" % (
                              where, "target" if is_target.all() else "non-target",
                              is_target.size))
+    # a pair listed twice, or as both target and nontarget: compute-eer-pauc's ERROR
+    PairTable.from_arrays(opts.dev_trials, KeySpace(), key1, key2, is_target,
+                          noun="trials", what="development trials file", kind="label")
     models, model_names = _enrollment(opts, position, log)
     model_index = {name: i for i, name in enumerate(model_names)}
     enroll_index = _lookup(key1, model_index, "enrollment", where,
@@ -150,9 +157,43 @@ def read_dev_trials(opts, dim, log):
         dev.check(dim)
     except ValueError as err:
         raise KaldiError("Development trials %s: %s" % (where, err)) from None
+    check_band(dev, opts, where)
     log.log("Read %d development trials (%d target) of %d enrollment models against %d test "
             "vectors from %s" % (dev.num_trials, dev.num_target, len(models), used.size, where))
     return dev
+
+
+def check_band(dev, opts, where):
+    """ONE ERROR, before any training, when the development trials the estimator rates on
+    (at most --max-dev-trials of them, models.auto.dev.DevTrials.capped) leave the pAUC's
+    false-positive band [--pauc-alpha, --pauc-beta] without a non-target: with K
+    non-targets it holds floor(K beta) - ceil(K alpha) of them (metrics.ranking)."""
+    rated = dev.capped(opts.max_dev_trials, 0)
+    num_non = rated.num_trials - rated.num_target
+    k_alpha, k_beta = band_ranks(num_non, opts.pauc_alpha, opts.pauc_beta)
+    if k_beta > k_alpha:
+        return
+    need = _min_nontargets(opts.pauc_alpha, opts.pauc_beta)
+    raise KaldiError("Development trials file %s cannot rate the candidates: its %d "
+                     "non-target trial%s%s leave%s the false-positive band [%s, %s] of the "
+                     "pAUC (--pauc-alpha, --pauc-beta) empty (ceil(K alpha) = %d, floor(K "
+                     "beta) = %d); the band needs at least %d non-target trials" % (
+                         where, num_non, "" if num_non == 1 else "s",
+                         " (of those rated: --max-dev-trials=%d)" % opts.max_dev_trials
+                         if rated is not dev else "", "s" if num_non == 1 else "",
+                         format_float(opts.pauc_alpha), format_float(opts.pauc_beta),
+                         k_alpha, k_beta, need))
+
+
+def _min_nontargets(alpha, beta):
+    """The fewest non-targets K whose band [alpha, beta] holds one (floor(K beta) >
+    ceil(K alpha) needs K (beta - alpha) >= 1, and K (beta - alpha) >= 2 always holds one)."""
+    count = max(1, int(1.0 / (beta - alpha)) - 1)      # below 1 / (beta - alpha): none
+    while True:
+        k_alpha, k_beta = band_ranks(count, alpha, beta)
+        if k_beta > k_alpha:
+            return count
+        count += 1
 
 
 def _enrollment(opts, position, log):

@@ -4,7 +4,7 @@ dimension. One place, so each mistake gets the same ERROR line from every tool."
 import numpy as np
 
 from pauc_backend.errors import KaldiError
-from pauc_backend.kaldi_io import iter_vector_chunks, read_vector_table
+from pauc_backend.kaldi_io import iter_vector_chunks, parse_rspecifier, read_vector_table
 from pauc_backend.models.blocked import first_nonfinite
 from pauc_backend.models.preprocessing import nonfinite_rows, vector_sum
 
@@ -17,6 +17,27 @@ def check_finite(keys, X, rspecifier, rows=None):
     if bad is not None:
         key = keys[bad] if rows is None else keys[rows[bad]]
         raise KaldiError("Vector %s in %s contains NaN or Inf" % (key, rspecifier))
+
+
+def check_unique_keys(keys, rspecifier, what):
+    """KaldiError naming the first key (by its second appearance) that ``keys`` (a table's,
+    in its order) list twice, with both places: lines of a script (one entry a line),
+    entries of an archive. ``what`` names the table (e.g. "--adapt"). A sort, no dict."""
+    keys = np.asarray(keys)
+    if keys.size < 2:
+        return
+    order = np.argsort(keys, kind="stable")          # equal keys keep their order
+    ordered = keys[order]
+    again = np.flatnonzero(ordered[1:] == ordered[:-1]) + 1
+    if not again.size:
+        return
+    first_of_run = np.maximum.accumulate(np.where(
+        np.concatenate([[True], ordered[1:] != ordered[:-1]]), np.arange(keys.size), 0))
+    second = again[np.argmin(order[again])]
+    unit = "lines" if parse_rspecifier(rspecifier).kind == "scp" else "entries"
+    raise KaldiError("Duplicate key %s in %s=%s (%s %d and %d): each vector must be listed "
+                     "once" % (ordered[second], what, rspecifier, unit,
+                               order[first_of_run[second]] + 1, order[second] + 1))
 
 
 def check_dimension(X, rspecifier, dim, owner):

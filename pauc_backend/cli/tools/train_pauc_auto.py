@@ -6,9 +6,7 @@ from pauc_backend.persist.auto_backend import write_model_dir
 from pauc_backend.persist.auto_folds import combine, job_folds, run_fold_job
 from pauc_backend.cli.framework.kaldi_cli import Progress, Tool
 from pauc_backend.cli.framework.training_table import read_training_table
-from pauc_backend.cli.framework.vector_input import check_finite
 from pauc_backend.errors import KaldiError
-from pauc_backend.kaldi_io import read_vector_table
 from pauc_backend.kaldi_io.commit import claim_outputs
 from pauc_backend.kaldi_io.streams import check_writable
 from pauc_backend.cli.options import pauc as pauc_options
@@ -16,8 +14,8 @@ from pauc_backend.models.auto import params as auto_params
 from pauc_backend.models.auto import AutoBackend, dim_label
 from pauc_backend.models.auto.adapt import check_candidates
 from pauc_backend.models.systems import help_text as systems_help
-from pauc_backend.models.domain import TrainingDomain, is_out_of_domain
-from pauc_backend.cli.framework.domain_check import describe_shift
+from pauc_backend.cli.framework.adapt_set import read_adapt
+from pauc_backend.cli.framework.adapt_set import system_lines as adapt_system_lines
 from pauc_backend.cli.framework import dev_trials as dev_options
 
 USAGE = """
@@ -140,9 +138,10 @@ def run(opts, args):
         opts.utt2group, opts.utt2dur)
     log.log("Read %d vectors of dimension %d from %d speakers"
             % (table.shape + (table.num_speakers,)))
-    A, adapt_keys = read_adapt(opts.adapt, table, log) if opts.adapt else (None, None)
+    A, adapt_check, adapt_keys = (read_adapt(opts.adapt, table, log, model) if opts.adapt
+                                  else (None, None, None))
     adapt_durations = None
-    if opts.adapt_utt2dur:
+    if opts.adapt_utt2dur and A is not None:
         adapt_durations = dev_options.read_durations(opts.adapt_utt2dur, adapt_keys,
                                                      "adaptation utterance")
     dev = dev_options.read_dev_trials(opts, table.shape[1], log) if opts.dev_trials else None
@@ -153,45 +152,28 @@ def run(opts, args):
                     % (opts.fold, opts.fold_jobs, opts.num_folds))
             return 0
         run_fold_job(model, table, None, None, opts.fold_stage, folds, model_dir,
-                     log=log.log, X_adapt=A)
+                     log=log.log, X_adapt=A, adapt_check=adapt_check)
         progress.close()
         return 0
     if opts.combine:
         combine(model, table, None, None, opts.combine, X_adapt=A,
-                durations=table.durations, adapt_durations=adapt_durations)
+                durations=table.durations, adapt_durations=adapt_durations,
+                adapt_check=adapt_check)
     else:
         try:
             model.fit(table, X_adapt=A, dev=dev, durations=table.durations,
-                      adapt_durations=adapt_durations)
+                      adapt_durations=adapt_durations, adapt_check=adapt_check)
         except ValueError as err:
             raise KaldiError("Cannot choose a back-end: %s" % err) from None
     progress.close()
     write_model_dir(model_dir, model, binary=opts.binary,
                     extra_lines=["train_vectors %d" % table.shape[0],
-                                 "train_speakers %d" % table.num_speakers])
+                                 "train_speakers %d" % table.num_speakers]
+                    + (adapt_system_lines(adapt_check) if A is None and adapt_check else []))
     log.log("Wrote %s: %s, LDA %s (%s)" % (
         model_dir, "+".join(model.members_), dim_label(model.lda_dim_),
         model.card_[1].split(" ", 1)[1]))
     return 0
-
-
-def read_adapt(rspecifier, table, log):
-    """(the --adapt vectors, checked, their keys), with their domain shift from the training
-    vectors logged (models.domain; the same measure score-pauc-auto warns on)."""
-    keys, A = read_vector_table(rspecifier)
-    if len(keys) < 2:
-        raise KaldiError("--adapt=%s has %d vectors; the adaptation set needs at least 2"
-                         % (rspecifier, len(keys)))
-    if A.shape[1] != table.shape[1]:
-        raise KaldiError("--adapt=%s has vectors of dimension %d but the training vectors %d"
-                         % (rspecifier, A.shape[1], table.shape[1]))
-    check_finite(keys, A, rspecifier)
-    shift = TrainingDomain().fit(table.X, table.y).shift(A)
-    log.log("Read %d adaptation vectors from %s; %s%s" % (
-        len(keys), rspecifier, describe_shift(shift),
-        " (out of the training domain: adaptation is what they are for)"
-        if is_out_of_domain(shift) else ""))
-    return A, keys
 
 
 def main(argv=None):

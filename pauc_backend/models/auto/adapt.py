@@ -98,10 +98,10 @@ class AdaptationSet:
     verdict: object = None
 
     @classmethod
-    def of(cls, A, dim, limit, seed, durations=None, verdict=None):
+    def of(cls, A, dim, limit, seed, durations=None, verdict=None, kept=None):
         """The adaptation set A checked (float32, dimension ``dim``, finite), its sample drawn
-        once among the rows ``verdict`` (models.unlabelled.AdaptCheck) keeps (all without
-        one); ValueError naming the problem."""
+        once among the rows ``kept`` (all by default; the examination's, models.unlabelled);
+        ``verdict``: that examination (an AdaptCheck). ValueError naming the problem."""
         A = np.asarray(A)
         if A.dtype != np.float32:
             A = A.astype(np.float32)
@@ -111,10 +111,10 @@ class AdaptationSet:
         if A.shape[1] != dim:
             raise ValueError("adaptation vectors have dimension %d but the training vectors "
                              "%d" % (A.shape[1], dim))
-        kept = np.arange(A.shape[0]) if verdict is None else np.asarray(verdict.rows)
-        bad = blocked.first_nonfinite(A) if verdict is None else None
+        kept = np.arange(A.shape[0]) if kept is None else np.asarray(kept)
+        bad = blocked.first_nonfinite(A[kept])
         if bad is not None:
-            raise ValueError("adaptation vector %d contains NaN or Inf" % bad)
+            raise ValueError("adaptation vector %d contains NaN or Inf" % kept[bad])
         if durations is not None:
             durations = np.asarray(durations, dtype=np.float64).reshape(-1)
             if durations.size != A.shape[0] or not np.all(np.isfinite(durations)
@@ -170,7 +170,7 @@ def adaptation_report(train_domain, domain, pipe, adapt):
     lines = ["adapt_vectors %s" % adapt.subset.replace(" ", "_"),
              "adapt_shift_raw_before %.4f" % train_domain.shift(A[rows]),
              "adapt_shift_raw_after %.4f" % domain.shift(A[rows])]
-    if getattr(pipe, "plda_", None) is not None and getattr(pipe, "lda_", None) is not None:
+    if getattr(pipe, "train_mean_", None) is not None and pipe.plda_ is not None:
         lines.append("adapt_shift_plda_before %.4f" % _plda_shift(
             pipe.plda_, pipe, A, rows, pipe.train_mean_))
         adapted = getattr(pipe, "plda_adapt_", None)

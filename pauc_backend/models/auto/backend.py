@@ -125,19 +125,22 @@ class AutoBackend:
 
     # -- fitting -----------------------------------------------------------------------------
     def fit(self, X, y=None, groups=None, X_adapt=None, dev=None, durations=None,
-            adapt_durations=None):
+            adapt_durations=None, adapt_check=None):
         """Choose and train the back-end on raw training vectors X (n, D) with speaker
         labels y (or a models.auto.table.TrainingTable). ``X_adapt``: unlabelled raw vectors
         of the domain to be scored (models.auto.adapt, .pseudo); ``dev``: labelled
         development trials of that domain (models.auto.dev.DevTrials); ``durations`` /
         ``adapt_durations``: seconds of each training / adaptation vector (utt2dur), for the
-        quality measures of the calibration (models.auto.qmf).
+        quality measures of the calibration (models.auto.qmf); ``adapt_check``: X_adapt's
+        models.unlabelled examination when the caller made it (X_adapt then holds its kept
+        rows; without it the set is examined here).
 
         The same in steps, for folds run as separate jobs (train-pauc-auto --fold-stage):
         ``fit = prepare(...)``; for each stage 1..3, ``cross_fit_stage(fit, stage, folds)``
         on each job's folds and ``add_fold_results(fit, stage, results)`` of all folds; then
         ``finish(fit)``."""
-        state = self.prepare(X, y, groups, X_adapt, dev, durations, adapt_durations)
+        state = self.prepare(X, y, groups, X_adapt, dev, durations, adapt_durations,
+                             adapt_check)
         try:
             for stage in (1, 2, 3):
                 self.add_fold_results(state, stage, self.cross_fit_stage(state, stage))
@@ -151,7 +154,7 @@ class AutoBackend:
             self._reporter.close()
 
     def prepare(self, X, y=None, groups=None, X_adapt=None, dev=None, durations=None,
-                adapt_durations=None):
+                adapt_durations=None, adapt_check=None):
         """Check the data and the parameters and build what the fit reads
         (models.auto.inputs), deal the speaker folds and their held-out trials
         (models.auto.policy); returns the Fit."""
@@ -160,7 +163,7 @@ class AutoBackend:
         reporter = self._reporter = Reporter(self.log, self.progress, self.progress_interval,
                                              self.warn)
         inputs = auto_inputs.build(Settings.of(self.get_params()), reporter, X, y, groups,
-                                   X_adapt, dev, durations, adapt_durations)
+                                   X_adapt, dev, durations, adapt_durations, adapt_check)
         for line in inputs.notes:
             reporter.log(line)
         self.settings_ = settings = inputs.settings

@@ -326,7 +326,9 @@ def card(model, settings, inputs, crossfit_lines):
         lines.append("dplda_lambda %g" % pipe.dplda_model().regularization)
     lines += list(choice.card) + list(model.card)
     if inputs.adapt is not None and inputs.adapt.verdict is not None:
-        lines.append("adapt_check %s" % inputs.adapt.verdict.token)
+        check = inputs.adapt.verdict
+        lines += ["adapt_check %s" % check.token,
+                  "adapt_left_out %d" % (check.figures["vectors"] - check.figures["kept"])]
     if inputs.pseudo is not None:
         lines += inputs.pseudo.clustering.lines()
     return lines + list(crossfit_lines)

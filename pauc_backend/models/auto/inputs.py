@@ -81,10 +81,12 @@ def _durations(values, size, what):
 
 
 def build(settings, reporter, X, y=None, groups=None, X_adapt=None, dev=None,
-          durations=None, adapt_durations=None):
+          durations=None, adapt_durations=None, adapt_check=None):
     """The FitInputs of one fit (module doc); ValueError naming a bad parameter or piece of
     data. ``settings``: the checked parameters (models.auto.settings.Settings); WARNINGs and
-    LOG lines go to ``reporter``."""
+    LOG lines go to ``reporter``. ``adapt_check``: the models.unlabelled.AdaptCheck of
+    ``X_adapt`` when the caller examined it already (train-pauc-auto, which names the file in
+    its messages) and gives its kept rows: it is not examined again."""
     table = as_table(X, y, groups)
     notes = []
     dim = table.shape[1]
@@ -94,8 +96,8 @@ def build(settings, reporter, X, y=None, groups=None, X_adapt=None, dev=None,
                                         settings.random_state)
     adapt = None
     if X_adapt is not None:
-        adapt = _adaptation_set(X_adapt, adapt_durations, Xc, yc, rows, settings, reporter,
-                                notes)
+        adapt = _adaptation_set(X_adapt, adapt_durations, Xc, yc, settings, reporter,
+                                notes, adapt_check)
     names = list(settings.candidates)
     adapted = adapt is not None and adapt.verdict.covariance
     if adapted and tuple(names) == tuple(DEFAULT_CANDIDATES):
@@ -105,7 +107,10 @@ def build(settings, reporter, X, y=None, groups=None, X_adapt=None, dev=None,
         dev = dataclasses.replace(dev).check(dim).capped(settings.max_dev_trials,
                                                          settings.random_state)
     found = None
-    if adapt is not None and adapt.verdict.pseudo_speakers:
+    if adapt is not None and not adapt.verdict.pseudo_speakers:
+        notes.append("Pseudo-speakers: none (the adaptation set shows no speaker clusters: "
+                     "used for centring and covariance only)")
+    elif adapt is not None:
         found, text = pseudo.build(Xc, yc, rows, adapt, settings.lda_dims,
                                    settings.enroll_utts, settings.max_dev_trials,
                                    settings.random_state)
@@ -125,27 +130,33 @@ def build(settings, reporter, X, y=None, groups=None, X_adapt=None, dev=None,
                      durations, found, tuple(notes))
 
 
-def _adaptation_set(A, durations, X, y, rows, settings, reporter, notes):
+def _adaptation_set(A, durations, X, y, settings, reporter, notes, check=None):
     """The AdaptationSet of the raw vectors A, examined (models.unlabelled) against the
-    cross-fitting subset X[rows]: None (one WARNING) when it cannot be used at all; one
-    ERROR (ValueError) when nothing in it can be read as vectors."""
+    cross-fitting's training vectors X (labels y) unless ``check`` is given (then A holds
+    its kept rows): None (one WARNING) when it cannot be used at all; ValueError when
+    nothing in it can be used."""
     A = np.asarray(A)
     if A.ndim != 2 or A.shape[1] != X.shape[1]:
         raise ValueError("adaptation vectors have dimension %s but the training vectors %d"
                          % (A.shape[1:] or "?", X.shape[1]))
-    reference = unlabelled.TrainingReference.fit(X, y, seed=settings.random_state)
-    check = unlabelled.examine(A, reference, seed=settings.random_state,
-                               min_clustered=pseudo.MIN_PSEUDO_SPEAKERS
-                               * pseudo.MIN_RATING_SIZE)
-    if check.level == "error":
-        raise ValueError("the adaptation set cannot be used: %s" % check.cause)
-    if not check.centring:
-        reporter.warn("The adaptation set is not used (%s): the back-end is chosen and "
-                      "trained as without it" % check.cause)
+    kept = None
+    if check is None:
+        reference = unlabelled.TrainingReference.fit(X, y, seed=settings.random_state)
+        check = unlabelled.examine(A, reference, seed=settings.random_state,
+                                   min_clustered=pseudo.MIN_PSEUDO_SPEAKERS
+                                   * pseudo.MIN_RATING_SIZE)
+        kept = check.rows
+        if check.level == "error":
+            raise ValueError("the adaptation set cannot be used: %s" % check.cause)
+        if not check.usable:
+            reporter.warn("The adaptation set is not used (%s): the back-end is chosen and "
+                          "trained as without it" % check.cause)
+            return None
+        if check.level == "warning":
+            reporter.warn("The adaptation set: %s" % check.cause)
+        else:
+            notes.append("The adaptation set: %s" % check.cause)
+    if not check.usable:
         return None
-    if check.level == "warning":
-        reporter.warn("The adaptation set: %s" % check.cause)
-    elif check.cause:
-        notes.append("The adaptation set: %s" % check.cause)
     return auto_adapt.AdaptationSet.of(A, X.shape[1], settings.max_adapt_vectors,
-                                       settings.random_state, durations, check)
+                                       settings.random_state, durations, check, kept)
