@@ -408,8 +408,8 @@ def _previous(model, plan, fold_dir, stage, digest):
         results = []
         if work.systems and work.dims:        # a stage with nothing to do needs no output
             results = read_fold_outputs(fold_dir, before, model.num_folds, work, digest,
-                                        plan.trials, {name: t.num_trials for name, t in
-                                                      plan.inputs.trial_sets.items()})
+                                        plan.trials, {name: t.trials.num_trials for name, t
+                                                      in plan.inputs.trial_sets.items()})
         model.add_fold_results(plan, before, results)
 
 

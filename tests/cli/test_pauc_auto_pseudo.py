@@ -1,7 +1,8 @@
-"""train-pauc-auto --adapt with pseudo-speakers, then score-pauc-auto: a small synthetic set
-whose in-domain within-speaker variability the training speakers lack, so that a PLDA trained
-with pseudo-speakers of the adaptation set is chosen on the pseudo-speaker trials; the model
-directory must score as the in-memory model does."""
+"""train-pauc-auto --adapt with pseudo-speakers, then score-pauc-auto: a synthetic set whose
+adaptation set holds clusters of speakers (models.unlabelled finds them: 80 dimensions, 6-12
+vectors a speaker) and an in-domain shift the 40 training speakers lack, so that a PLDA
+trained with pseudo-speakers of the adaptation set is chosen on the pseudo-speaker trials;
+the model directory must score as the in-memory model does."""
 
 import numpy as np
 import pytest
@@ -15,9 +16,8 @@ from pauc_backend.models.auto import AutoBackend
 @pytest.fixture(scope="module")
 def shifted(tmp_path_factory):
     d = tmp_path_factory.mktemp("pseudo")
-    c = make_speaker_corpus(seed=2, dim=16, num_train_speakers=40, num_adapt_speakers=60,
-                            adapt_utts_range=(6, 12), num_eval_speakers=10,
-                            extra_within=(12.0, 6.0), extra_within_rank=6)
+    c = make_speaker_corpus(seed=2, dim=80, num_train_speakers=40, num_adapt_speakers=60,
+                            adapt_utts_range=(6, 12), num_eval_speakers=10)
     write_vector_table("ark:%s" % (d / "train.ark"), c.train.keys, c.train.X)
     write_vector_table("ark:%s" % (d / "adapt.ark"), c.adapt.keys, c.adapt.X)
     with open(d / "spk2utt", "w") as f:
@@ -57,8 +57,7 @@ def test_pseudo_trained_system_trains_and_scores_through_the_cli(shifted, tmp_pa
                     (tmp_path / "scores").read_text().splitlines()])
     model = AutoBackend(candidates=("plda", "cosine_centred"), lda_dims=(0, 8),
                         num_folds=2).fit(c.train.X, c.train.labels, X_adapt=c.adapt.X)
-    assert model.describe().split("\ncrossfit_data")[0].splitlines()[:3] == \
-        card.splitlines()[:3]
+    assert model.describe().splitlines()[:3] == card.splitlines()[:3]
     er = np.repeat(np.arange(12), len(tk))
     tr = np.tile(np.arange(len(tk)), 12)
     want = model.score(X[:12], X[12:60], er, tr)

@@ -135,9 +135,8 @@ def test_pseudo_trained_winner_held_or_spooled(tmp_path_factory, tmp_path):
     """--adapt with a pseudo-trained winner: its pseudo-speaker folds' models read the
     cross-fitting subset and its final training the whole table, spooled alike."""
     d = tmp_path_factory.mktemp("table_pseudo")
-    c = make_speaker_corpus(seed=2, dim=16, num_train_speakers=40, num_adapt_speakers=60,
-                            adapt_utts_range=(6, 12), num_eval_speakers=10,
-                            extra_within=(12.0, 6.0), extra_within_rank=6)
+    c = make_speaker_corpus(seed=2, dim=80, num_train_speakers=40, num_adapt_speakers=60,
+                            adapt_utts_range=(6, 12), num_eval_speakers=10)
     _corpus_files(d, c)
     write_vector_table("ark:%s" % (d / "adapt.ark"), c.adapt.keys, c.adapt.X)
     options = ["--num-folds=2", "--lda-dims=none,8", "--candidates=plda,cosine_centred",

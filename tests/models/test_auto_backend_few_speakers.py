@@ -65,7 +65,8 @@ def test_few_speakers_fall_back_to_raw_cosine_or_within_noise(timit_train, first
     assert diff >= -se, (model.chosen_["candidate"], diff, se)
     if chosen != raw:
         card = dict(line.split(" ", 1) for line in model.describe().splitlines())
-        assert float(card["chosen_minus_cosine_raw_pauc"]) == pytest.approx(diff, abs=1e-6)
+        assert float(card["chosen_minus_cosine_raw_heldout_pauc"]) == pytest.approx(diff,
+                                                                                 abs=1e-6)
     # the rule: the kept candidate is within one SE of the best
     best = int(np.argmax([np.mean(f) for f in folds]))
     diff_best, se_best = paired(folds[best], folds[chosen])

@@ -182,7 +182,7 @@ def test_a_stored_model_with_the_old_key_cosine_still_reads(tmp_path):
     assert model.members_ == ("cosine_centred",)
     write_model_dir(str(tmp_path / "m"), model)
     card = (tmp_path / "m/system.txt").read_text()
-    assert "system cosine_centred\n" in card and "system_title Cosine (centred)\n" in card
+    assert "system cosine_centred\n" in card and "system_title Cosine (centred);" in card
     (tmp_path / "m/system.txt").write_text(card.replace("system cosine_centred\n",
                                                         "system cosine\n"))
     old, _ = read_model_dir(str(tmp_path / "m"))

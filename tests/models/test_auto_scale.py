@@ -72,7 +72,8 @@ def test_a_subset_gathered_on_its_own_cross_fits_as_the_whole_table():
     table = TrainingTable(X, y, subset=(rows, text, (40, 400, 5)), subset_X=X[rows])
     alone = AutoBackend(**params)
     other = alone.prepare(table)
-    assert other.X.shape == (rows.size, X.shape[1]) and other.subset == plan.subset
+    assert other.cross.X.shape == (rows.size, X.shape[1])
+    assert other.cross.subset == plan.cross.subset
     assert np.array_equal(alone.fold_of_vector_, whole.fold_of_vector_)
     for t, u in zip(plan.trials, other.trials):
         assert np.array_equal(rows[u.test_rows], t.test_rows)

@@ -180,8 +180,8 @@ class AutoBackend:
                                    "%d (%d target%s)" % (t.is_target.size, t.num_target,
                                                          ", sampled" if t.sampled else "")
                                    for t in plan.trials), "".join(
-                                   "; the %s: %s" % (name, trials.describe())
-                                   for name, trials in inputs.trial_sets.items())))
+                                   "; the %s: %s" % (name, trial_set.trials.describe())
+                                   for name, trial_set in inputs.trial_sets.items())))
         return Fit(inputs, cross, reporter)
 
     def stage_work(self, state, stage):

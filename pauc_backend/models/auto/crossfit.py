@@ -52,9 +52,10 @@ class CrossFit:
         self.screen_rows = []        # the cheap systems at each dimension, candidates or not
         # the in-domain trial sets (models.auto.trialsets): their fold sums and rated rows,
         # keyed as ``rows`` and aligned with ``screen_rows``
-        self.sets = {name: TrialSetScores(name, trials, settings.alpha, settings.beta,
-                                          settings.dev_resamples, settings.random_state)
-                     for name, trials in plan.trial_sets.items()}
+        self.sets = {name: TrialSetScores(name, trial_set.trials, settings.alpha,
+                                          settings.beta, settings.dev_resamples,
+                                          settings.random_state)
+                     for name, trial_set in plan.trial_sets.items()}
         self.set_rows = {name: {} for name in self.sets}
         self.screen_set_rows = {name: [] for name in self.sets}
         self._ranking = None
@@ -286,12 +287,11 @@ class CrossFit:
             for name in IN_DOMAIN:
                 if name not in self.sets:
                     continue
-                rows = [self.set_rows[name].get(("cosine_raw", 0, "full"))]
-                rows += [r for r, screened in zip(self.screen_set_rows[name],
-                                                  self.screen_rows)
-                         if screened["candidate"] == "cosine_centred"
-                         and not screened["lda_dim"]][:1]
-                ok, why = Evidence(name, rows).trust(range(len(rows)))
+                rows = list(self.set_rows[name].values()) + self.screen_set_rows[name]
+                rows = [r for r in rows if r is not None]
+                cosine = [i for i, r in enumerate(rows) if r["candidate"] == "cosine_raw"
+                          or (r["candidate"] == "cosine_centred" and not r["lda_dim"])]
+                ok, why = Evidence(name, rows).trust(cosine)
                 if ok:
                     self._ranking = name
                     break
@@ -430,8 +430,10 @@ class CrossFit:
         stage = Stage("held-out scores of the chosen candidate", [dim], tuple(members),
                       keep=frozenset(members))
         for k in self.settings.every_fold:
-            _, columns, _, _ = fold_task(self, stage, dim, k)
+            _, columns, _, set_columns = fold_task(self, stage, dim, k)
             self.store.add(dim, k, {}, columns)
+            for name, cols in set_columns.items():
+                self.sets[name].add(dim, k, cols)
 
 
 _SHARED = None

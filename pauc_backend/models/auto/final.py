@@ -11,10 +11,11 @@ the source that rated the choice (models.auto.selection), the most in-domain one
 
 * development trials: the final model's scores of them (their speakers are in no training
   set);
-* pseudo-speaker trials: the final model's scores of them for a cross-fitted candidate (it
-  saw the adaptation vectors unlabelled only, as every fold model did); for a pseudo-trained
-  one its held-out scores, each trial scored by the model of the other pseudo-speaker fold
-  (the final model was trained on these pseudo-speakers);
+* pseudo-speaker trials: the candidate's held-out scores of them, by models that saw none of
+  their vectors, even unlabelled (the folds' models of a cross-fitted candidate, averaged,
+  each adapted to the adaptation sample without the trials' fold; a pseudo-trained one's
+  models of the other pseudo-speaker fold): the final model was centred on and adapted to
+  those vectors, and a pseudo-trained one trained on their pseudo-speakers;
 * the training folds: the pooled held-out scores of every fold (at most
   ``max_fusion_trials``: every target, a seeded sample of the non-targets).
 
@@ -179,18 +180,22 @@ def held_out_data(inputs, choice, cross):
         if durations is not None:
             durations = inputs.table.of_crossfit(durations, cross.X)
         return heldout_data(cross, choice.chosen_members, choice.score_dim, durations)
-    if choice.is_pseudo and choice.source == PSEUDO_TRIALS:
-        return trials_data(inputs.pseudo.trials, PSEUDO_TRIALS,
-                           cross.sets[PSEUDO_TRIALS].column(WHOLE, choice.name)[:, None],
-                           inputs.settings, "the pseudo-speaker trials, each scored by the "
-                           "model of the other pseudo-speaker fold")
+    if choice.source == PSEUDO_TRIALS:
+        sets = cross.sets[PSEUDO_TRIALS]
+        members, dim = choice.chosen_members, choice.score_dim
+        if not sets.has(dim, members):
+            cross.recompute(dim, members)
+        columns = np.column_stack([sets.column(dim, m) for m in members])
+        return trials_data(inputs.pseudo.trials, PSEUDO_TRIALS, columns, inputs.settings,
+                           "the pseudo-speaker trials, scored by models that saw none of "
+                           "their vectors")
     return None
 
 
 def final_data(inputs, choice, pipe):
     """The calibration trials of an in-domain source scored by the final ``pipe``."""
-    return trials_data(inputs.trial_sets[choice.source], choice.source,
-                       final_scores(pipe, inputs.trial_sets[choice.source]), inputs.settings,
+    trials = inputs.trial_sets[choice.source].trials
+    return trials_data(trials, choice.source, final_scores(pipe, trials), inputs.settings,
                        "the %s scored by the final model" % choice.source)
 
 

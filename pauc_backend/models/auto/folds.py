@@ -12,10 +12,12 @@ fold's models are centred on, and adapted to, the same sample of it as the final
 the held-out training vectors are translated to it (models.auto.adapt says why a
 translation and nothing more)."""
 
+import copy
 import multiprocessing
 
 import numpy as np
 
+from pauc_backend.models.backend_pipeline import float32_mean
 from pauc_backend.models.systems import base_system, dim_free, system
 from pauc_backend.models.crossfit import trial_figures
 
@@ -90,9 +92,10 @@ def fold_task(cross, stage, dim, k, progress=None):
     plain = tuple(s for s in pipe.systems if base_system(s) != "dplda")
     dplda = tuple(s for s in attempt if base_system(s) == "dplda") if pipe.dplda_ else ()
     sides = _sides(pipe, X, t, plan, k, plain + dplda)
-    # the in-domain trial sets' sides as they are (raw, in the user's domain), their LDA
-    # vectors made once too
-    set_sides = {name: _set_sides(pipe, trials, plain + dplda) for name, trials in sets.items()}
+    # the in-domain trial sets as they are (raw, in the user's domain), their LDA vectors made
+    # once too, each part by the models adapted without its vectors (SetScorer)
+    scorers = {name: SetScorer(pipe, trial_set, plain + dplda, plan.adapt)
+               for name, trial_set in sets.items()}
     # the systems of one space at a time (their features, then their scores, rated and
     # released before the next space's: a fold of VoxCeleb's subset has 20,000 held-out
     # vectors, 80 MB a space at 512 dims, and 1.5 M trials, 12 MB a column)
@@ -102,11 +105,9 @@ def fold_task(cross, stage, dim, k, progress=None):
         pipe.systems = group
         pipe.__dict__.pop("_cohort_feats", None)      # the cohort in this group's spaces
         rate(group, _score(pipe, t, sides),
-             {name: _score(pipe, sets[name], set_sides[name]) for name in sets})
+             {name: scorer.score(group) for name, scorer in scorers.items()})
         if space == "raw":             # the raw vectors are read no more, their LDA vectors are
             sides = [None if side is None else (None, side[1]) for side in sides]
-            set_sides = {name: [None if side is None else (None, side[1]) for side in both]
-                         for name, both in set_sides.items()}
     if dplda:                          # the same pipeline, scoring with each lambda's model
         pipe.systems = dplda
         pipe.__dict__.pop("_cohort_feats", None)      # the cohort in the dplda's space
@@ -114,7 +115,7 @@ def fold_task(cross, stage, dim, k, progress=None):
             pipe.dplda_lambda = lam
             names = ["%s@%r" % (name, lam) for name in dplda]
             rate(names, _score(pipe, t, sides),
-                 {name: _score(pipe, sets[name], set_sides[name]) for name in sets})
+                 {name: scorer.score(dplda, lam) for name, scorer in scorers.items()})
     order = list(plain) + [name for name in figures if name not in plain]
     return ({name: figures[name] for name in order},
             {name: kept[name] for name in order if name in kept}, errors,
@@ -133,12 +134,59 @@ def _sides(pipe, X, t, plan, k, systems):
     return [enroll, _side(pipe, plan.held_out(k, X[t.test_rows]), projected)]
 
 
-def _set_sides(pipe, trials, systems):
-    """An in-domain trial set's (a models.auto.dev.DevTrials) sides as ``_sides``: scored as
-    they are."""
-    projected = not dim_free(systems)
-    return [_side(pipe, trials.enroll_vectors(), projected),
-            _side(pipe, trials.test_vectors(), projected)]
+class SetScorer:
+    """The scores of an in-domain trial set (models.auto.inputs.TrialSet) by a fold's fitted
+    ``pipe``: its vectors as they are, their LDA vectors made once. A set with parts (the
+    pseudo-speaker trials) is scored part by part, each by a copy of the pipe centred on and
+    adapted to the adaptation rows of the part (the adaptation sample without the part's own
+    vectors: no vector of a trial takes part, even unlabelled, in the models that score
+    it)."""
+
+    def __init__(self, pipe, trial_set, systems, adapt):
+        self.trials = trial_set.trials
+        projected = not dim_free(systems)
+        parts = trial_set.parts if adapt is not None else ()
+        if not parts:
+            parts = ((None, None),)
+        self.parts = []
+        for rows, adapt_rows in parts:
+            p = pipe if adapt_rows is None else _readapted(pipe, adapt.vectors, adapt_rows)
+            sides = [_side(p, self.trials.enroll_vectors(), projected),
+                     _side(p, self.trials.test_vectors(), projected)]
+            self.parts.append((rows, p, sides))
+
+    def score(self, systems, dplda_lambda=None):
+        """(trials, systems) scores of ``systems`` (the pipe's, one space)."""
+        t = self.trials
+        out = np.empty((t.num_trials, len(systems)))
+        for rows, pipe, sides in self.parts:
+            pipe.systems = tuple(systems)
+            pipe.__dict__.pop("_cohort_feats", None)      # the cohort in this space
+            if dplda_lambda is not None:
+                pipe.dplda_lambda = dplda_lambda
+            part = t if rows is None else _Trials(t.num_utts, t.enroll_index[rows],
+                                                  t.test_index[rows])
+            got = np.asarray(_score(pipe, part, sides), dtype=np.float64)
+            out[slice(None) if rows is None else rows] = got.reshape(-1, len(systems))
+        return out
+
+
+class _Trials:
+    """The trials ``_score`` reads: the models' vector counts, the trials' indices."""
+
+    def __init__(self, num_utts, enroll_index, test_index):
+        self.num_utts, self.enroll_index, self.test_index = num_utts, enroll_index, test_index
+
+
+def _readapted(pipe, A, rows):
+    """A copy of the fitted ``pipe`` centred on A[rows] and, if it has one, with its PLDA
+    adapted to them (BackendPipeline.adapted_plda) instead of to its whole adaptation set."""
+    other = copy.copy(pipe)
+    other.mean_ = float32_mean(A, rows)
+    if getattr(pipe, "plda_adapt_", None) is not None:
+        other.plda_adapt_ = pipe.adapted_plda(A, rows, other.mean_)
+    other.__dict__.pop("_cohort_feats", None)
+    return other
 
 
 def _side(pipe, vectors, projected):

@@ -30,9 +30,19 @@ from pauc_backend.models.auto.params import DEFAULT_CANDIDATES
 from pauc_backend.models.auto.table import as_table
 from pauc_backend.models.systems import parse_candidate
 
-__all__ = ["FitInputs", "build", "BASELINES"]
+__all__ = ["FitInputs", "TrialSet", "build", "BASELINES"]
 
 BASELINES = ("cosine_centred", "cosine_raw")      # the do-no-harm baselines (at LDA none)
+
+
+@dataclass(frozen=True)
+class TrialSet:
+    """An in-domain trial set as the fold tasks score it: ``trials`` (a DevTrials) and its
+    ``parts`` (((trial rows, adaptation rows), ...): each part scored by models centred on
+    and adapted to those rows of the adaptation set only; () for one scoring with the whole
+    adaptation sample, models.auto.folds.SetScorer)."""
+    trials: object
+    parts: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -57,12 +67,13 @@ class FitInputs:
 
     @property
     def trial_sets(self):
-        """{source: DevTrials} of the in-domain trial sets (models.auto.evidence's names)."""
+        """{source: TrialSet} of the in-domain trial sets (models.auto.evidence's names)."""
         out = {}
         if self.dev is not None:
-            out[DEV_TRIALS] = self.dev
+            out[DEV_TRIALS] = TrialSet(self.dev)
         if self.pseudo is not None:
-            out[PSEUDO_TRIALS] = self.pseudo.trials
+            out[PSEUDO_TRIALS] = TrialSet(self.pseudo.trials,
+                                          self.pseudo.parts(self.adapt.rows))
         return out
 
     def crossfit_data(self):

@@ -84,7 +84,7 @@ class CrossFitPlan:
     num_speakers: int
     subset: str
     adapt: object = None       # the AdaptationSet (models.auto.adapt), or None
-    trial_sets: dict = field(default_factory=dict)    # {source: DevTrials} scored by folds
+    trial_sets: dict = field(default_factory=dict)    # {source: TrialSet} scored by folds
     shifts: list = None        # per fold, the translation of its held-out vectors
     stages: dict = field(default_factory=dict)
     done: dict = field(default_factory=dict)
@@ -118,7 +118,7 @@ def make_plan(settings, reporter, X, y, groups, members, subset=None, num_speake
     stage. ``subset``: (rows of X, sentence) of the cross-fitting subset when it was drawn
     already (models.auto.table), else crossfit_rows draws it; ``num_speakers``: the whole
     table's (default: y's); ``adapt``: the AdaptationSet the fold models are centred on and
-    adapted to; ``trial_sets``: {source: DevTrials} every fold task scores too."""
+    adapted to; ``trial_sets``: {source: TrialSet} every fold task scores too."""
     s = settings
     rows, subset = (crossfit_rows(y, s.max_speakers, s.max_vectors, s.random_state)
                     if subset is None else subset)
