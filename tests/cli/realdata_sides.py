@@ -30,3 +30,25 @@ def evaluation_sides(root, corpus, dtype=np.float32):
         return speakers, means, test_keys, test
     test_keys, test, _ = read_set(root / "eval", dtype)
     return test_keys, test, test_keys, test                # utterance against utterance
+
+
+def etri_sex_shift(root, per_speaker=30):
+    """ETRI's speaker-sex shift, small: ``train`` (the male training speakers, their first
+    ``per_speaker`` vectors), ``adapt`` (the female training speakers' first ``per_speaker``,
+    unlabelled), ``test`` (the female test vectors), as pauc_backend.datasets.EmbeddingSet.
+    Its adaptation set holds speaker clusters (models.unlabelled finds them) and a
+    pseudo-trained PLDA is chosen on its pseudo-speaker trials."""
+    from types import SimpleNamespace
+    from pauc_backend.datasets import EmbeddingSet
+    keys, X, spk = read_set(root / "train")
+    keys = np.asarray(keys)
+    sets = {}
+    for name, sex in (("train", "M"), ("adapt", "F")):
+        rows = np.concatenate([np.flatnonzero(spk == s)[:per_speaker]
+                               for s in sorted(set(spk.tolist())) if s[3] == sex])
+        sets[name] = EmbeddingSet(list(keys[rows]), list(spk[rows]), X[rows])
+    test_keys, T, test_spk = read_set(root / "test")
+    female = np.array([s[3] == "F" for s in test_spk])
+    sets["test"] = EmbeddingSet(list(np.asarray(test_keys)[female]), list(test_spk[female]),
+                                T[female])
+    return SimpleNamespace(**sets)

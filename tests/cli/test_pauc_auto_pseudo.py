@@ -1,23 +1,26 @@
-"""train-pauc-auto --adapt with pseudo-speakers, then score-pauc-auto: a synthetic set whose
-adaptation set holds clusters of speakers (models.unlabelled finds them: 80 dimensions, 6-12
-vectors a speaker) and an in-domain shift the 40 training speakers lack, so that a PLDA
-trained with pseudo-speakers of the adaptation set is chosen on the pseudo-speaker trials;
-the model directory must score as the in-memory model does."""
+"""train-pauc-auto --adapt with pseudo-speakers, then score-pauc-auto: ETRI's speaker-sex shift
+made small (30 vectors of each male training speaker labelled, 30 of each female one
+unlabelled), where a PLDA trained with pseudo-speakers of the adaptation set is chosen on the
+pseudo-speaker trials; the model directory must score as the in-memory model does."""
 
 import numpy as np
 import pytest
 
-from conftest import run_tool
-from pauc_backend.datasets import make_speaker_corpus
+from conftest import ETRI, need, run_tool
+from realdata_sides import etri_sex_shift
 from pauc_backend.kaldi_io import write_vector_table
 from pauc_backend.models.auto import AutoBackend
 
 
+OPTIONS = ["--num-folds=2", "--lda-dims=none,50", "--enroll-utts=3",
+           "--candidates=plda,cosine_centred"]
+
+
 @pytest.fixture(scope="module")
 def shifted(tmp_path_factory):
+    need(ETRI / "train")
     d = tmp_path_factory.mktemp("pseudo")
-    c = make_speaker_corpus(seed=2, dim=80, num_train_speakers=40, num_adapt_speakers=60,
-                            adapt_utts_range=(6, 12), num_eval_speakers=10)
+    c = etri_sex_shift(ETRI)
     write_vector_table("ark:%s" % (d / "train.ark"), c.train.keys, c.train.X)
     write_vector_table("ark:%s" % (d / "adapt.ark"), c.adapt.keys, c.adapt.X)
     with open(d / "spk2utt", "w") as f:
@@ -28,8 +31,7 @@ def shifted(tmp_path_factory):
 
 def test_pseudo_trained_system_trains_and_scores_through_the_cli(shifted, tmp_path):
     d, c = shifted
-    proc = run_tool("train-pauc-auto", "--num-folds=2", "--lda-dims=none,8",
-                    "--candidates=plda,cosine_centred", "--adapt=ark:%s" % (d / "adapt.ark"),
+    proc = run_tool("train-pauc-auto", *OPTIONS, "--adapt=ark:%s" % (d / "adapt.ark"),
                     "ark:%s" % (d / "train.ark"), "ark:%s" % (d / "spk2utt"), tmp_path / "m")
     assert proc.returncode == 0, proc.stderr.decode()
     err = proc.stderr.decode()
@@ -55,8 +57,8 @@ def test_pseudo_trained_system_trains_and_scores_through_the_cli(shifted, tmp_pa
     assert proc.returncode == 0, proc.stderr.decode()
     got = np.array([float(l.split()[2]) for l in
                     (tmp_path / "scores").read_text().splitlines()])
-    model = AutoBackend(candidates=("plda", "cosine_centred"), lda_dims=(0, 8),
-                        num_folds=2).fit(c.train.X, c.train.labels, X_adapt=c.adapt.X)
+    model = AutoBackend(candidates=("plda", "cosine_centred"), lda_dims=(0, 50), num_folds=2,
+                        enroll_utts=3).fit(c.train.X, c.train.labels, X_adapt=c.adapt.X)
     assert model.describe().splitlines()[:3] == card.splitlines()[:3]
     er = np.repeat(np.arange(12), len(tk))
     tr = np.tile(np.arange(len(tk)), 12)

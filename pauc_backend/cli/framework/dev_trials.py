@@ -62,8 +62,10 @@ def register(tool):
     tool.register("dev-utt2dur", "", "Durations in seconds of the development utterances "
                   "(utt2dur), for the quality measures of the final calibration")
     tool.register("utt2dur", "", "Durations in seconds of the training utterances (utt2dur, "
-                  "e.g. ark:data/train/utt2dur), for the quality measures of the final "
-                  "calibration learned on the held-out trials (without development trials)")
+                  "e.g. ark:data/train/utt2dur), for the duration quality measure of a final "
+                  "calibration learned on the training folds' held-out trials (applied only "
+                  "when --quality-measures names it: a measure learned in the training domain "
+                  "alone is not applied to yours otherwise; docs/auto-backend.md)")
 
 
 def check_options(opts):
@@ -85,10 +87,11 @@ def check_options(opts):
             raise KaldiError("Invalid options: --quality-measures=%s with development trials "
                              "needs --dev-utt2dur (the calibration is learned on them)"
                              % measures)
-        if not opts.dev_trials and not opts.utt2dur:
-            raise KaldiError("Invalid options: --quality-measures=%s needs --utt2dur (the "
-                             "calibration is learned on the held-out training trials)"
-                             % measures)
+        if not opts.dev_trials and not opts.utt2dur and not opts.adapt_utt2dur:
+            raise KaldiError("Invalid options: --quality-measures=%s needs the durations of "
+                             "the trials the calibration is learned on: --utt2dur (the "
+                             "training folds' held-out trials) or, with --adapt, "
+                             "--adapt-utt2dur (its pseudo-speaker trials)" % measures)
 
 
 def read_durations(rspecifier, keys, what):

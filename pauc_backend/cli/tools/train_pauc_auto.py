@@ -43,16 +43,17 @@ tool.register("utt2group", "", "Optional table utterance -> group (e.g. the reco
               "a segment was cut from); with --enroll-utts=0 two vectors of one group are never "
               "paired in the held-out trials, as evaluation lists often exclude such pairs")
 tool.register("adapt", "", "Unlabelled vectors of the domain you will score (e.g. "
-              "scp:data/sre16_major/xvector.scp): the centring mean comes from them, the PLDA "
+              "scp:data/sre16_major/xvector.scp), checked first (a set without speaker "
+              "structure is not used: one WARNING): the centring mean comes from them, the PLDA "
               "adapted to them (0.75/0.25, as the recipes' adapt-plda) and the metric on its "
               "latent vectors are candidates (plda_adapt, pauc_latent_adapt; they replace plda "
-              "and pauc_latent in the default --candidates), and the log and system.txt give "
-              "their domain shift; without it score-pauc-auto warns when the scored vectors "
-              "look out of the training domain; with at least 10 pseudo-speakers of >= 4 "
-              "vectors found in them, an in-domain stage on pseudo-speaker folds chooses the "
-              "final system (cost and rule: docs/auto-backend.md)")
+              "and pauc_latent in the default --candidates); with speaker clusters in them "
+              "(at least 10 pseudo-speakers of >= 4 vectors), trials among their "
+              "pseudo-speakers rate every candidate and PLDAs trained with them are "
+              "candidates too; the log and system.txt give their domain shift (rule and cost: "
+              "docs/auto-backend.md)")
 tool.register("adapt-utt2dur", "", "Durations in seconds of the --adapt utterances (utt2dur), "
-              "for the duration quality measure of a calibration learned on the "
+              "for the duration quality measure of a final calibration learned on the "
               "pseudo-speaker trials of the adaptation set")
 dev_options.register(tool)
 tool.register("binary", True, "Write the model pieces in binary mode")
@@ -77,6 +78,9 @@ def _options(opts):
     the metric's options) as the estimator checks it: one ERROR before any input."""
     if opts.fold_stage and opts.combine:
         raise KaldiError("--fold-stage and --combine exclude each other")
+    if opts.adapt_utt2dur and not opts.adapt:
+        raise KaldiError("Invalid options: --adapt-utt2dur needs --adapt (the durations of "
+                         "its utterances)")
     if opts.fold_stage and not opts.fold:
         raise KaldiError("--fold-stage=%d needs --fold=J (the job number, from 1)"
                          % opts.fold_stage)

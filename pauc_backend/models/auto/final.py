@@ -43,6 +43,10 @@ from pauc_backend.models.systems import base_system, candidate_title
 
 __all__ = ["FinalModel", "fit", "card", "fusion_lines"]
 
+_DURATIONS = {TRAINING_FOLDS: "durations; train-pauc-auto --utt2dur",
+              PSEUDO_TRIALS: "adapt_durations; train-pauc-auto --adapt-utt2dur",
+              DEV_TRIALS: "the development trials' durations; train-pauc-auto --dev-utt2dur"}
+
 
 @dataclass(frozen=True)
 class FinalModel:
@@ -237,7 +241,12 @@ def calibrate(inputs, data, reporter):
     if data["source"] == TRAINING_FOLDS and setting == "auto":
         sets = [()]
     else:
-        sets = qmf.measure_sets(setting, have)
+        try:
+            sets = qmf.measure_sets(setting, have)
+        except ValueError:
+            raise ValueError("quality_measures=%s needs the durations of the trials the "
+                             "calibration is learned on, the %s: give them (%s)" % (
+                                 setting, data["source"], _DURATIONS[data["source"]])) from None
     unused = _unused_durations(inputs, data["source"], sets)
     if unused:
         reporter.warn("The calibration: %s" % unused)

@@ -16,10 +16,10 @@ ETRI male -> female TRAINING speakers, the demo's corpus with other seeds, a TIM
    keeps the directions that tell THEM apart, and clusters made there favour every candidate
    of that space. On the ETRI training-data shift (68 male training speakers, 25 female
    training speakers unlabelled, the other 25 as labelled in-domain trials that only
-   measure: benchmarks/RESULTS_auto_in_domain.md) the rank correlation between the
-   candidates' pAUC on the pseudo-speaker trials and on the labelled in-domain trials was
-   0.66 with the iteration in the training LDA space and 0.94 in the vectors' own space, the
-   male-LDA cosine over-rated by 0.12 and 0.07.
+   measure: benchmarks/auto_pseudo_rating.py, RESULTS_pseudo_rating.md) the rank correlation
+   between the candidates' pAUC on the pseudo-speaker trials and on the labelled in-domain
+   trials was 0.66 with the iteration in the training LDA space and 0.94 in the vectors'
+   own space (the male-LDA cosine over-rated by 0.12 and 0.07).
 2. The guard (``build``): the pseudo-speakers are used only when the adaptation set has
    speaker structure (models.unlabelled's verdict) and at least ``MIN_PSEUDO_SPEAKERS`` (10)
    of them hold >= ``MIN_RATING_SIZE`` (4) clustered vectors (what two rating folds need; a
