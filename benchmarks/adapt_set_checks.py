@@ -265,7 +265,7 @@ def section_power(data, lines):
 
 def section_backend(lines):
     from pauc_backend.metrics import eer
-    from pauc_backend.models.auto import AutoBackend, backend
+    from pauc_backend.models.auto import AutoBackend, pseudo as auto_pseudo
     c = make_speaker_corpus(seed=777, dim=80)
     X, y = c.train.X, np.array(c.train.labels)
     labels = np.array(c.enroll.labels)
@@ -280,25 +280,25 @@ def section_backend(lines):
     quick = dict(num_folds=3, lda_dims=(0, 50), enroll_utts=3,
                  metric_params={"num_iters": 100})
     lines += ["## 5. pAUCMetric (auto) on the synthetic corpus (quick settings)", "",
-              "| X_adapt | chosen | in-domain choice | EER % | vs none |", "|---|---|---|---|---|"]
+              "| X_adapt | chosen | rated by | EER % | vs none |", "|---|---|---|---|---|"]
     base = None
-    original = backend.pseudo_stage.prepare_clustering
+    original = auto_pseudo.build
     for label, A, pseudo in (("none", None, True), ("adapt/ (959 vectors)", c.adapt.X, True),
                              ("one per speaker (150)", single, True),
-                             ("one per speaker, no pseudo-speaker stage", single, False),
-                             ("noise, unchecked (the issue's case)", noise, True)):
+                             ("one per speaker, no pseudo-speakers", single, False),
+                             ("noise (the issue's case; examined: not used)", noise, True)):
         if not pseudo:
-            backend.pseudo_stage.prepare_clustering = lambda *a, **k: None
+            auto_pseudo.build = lambda *a, **k: (None, "not built (this row)")
         try:
             model = AutoBackend(**quick).fit(X, y, X_adapt=A)
         finally:
-            backend.pseudo_stage.prepare_clustering = original
+            auto_pseudo.build = original
         s = np.asarray(model.score(E, c.test.X, er, tr, counts), dtype=np.float64)
         value = 100 * eer(s[c.trial_target], s[~c.trial_target])
         base = value if base is None else base
         card = dict(line.split(" ", 1) for line in model.describe().splitlines() if " " in line)
         lines.append("| %s | %s | %s | %.2f | %.3f |" % (
-            label, "+".join(model.members_), card.get("in_domain_choice", "-"), value,
+            label, "+".join(model.members_), card.get("selection_rated_by", "-"), value,
             value / base))
         print(lines[-1], flush=True)
     lines.append("")

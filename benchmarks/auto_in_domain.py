@@ -105,10 +105,10 @@ def captured_fit(model, *args, **kwargs):
     seen = {}
     original = final.calibrate
 
-    def spy(plan, data):
-        seen["data"], seen["X"] = data, plan.X
-        seen["settings"] = plan.settings
-        return original(plan, data)
+    def spy(inputs, data, reporter):
+        seen["data"], seen["X"] = data, inputs.table.X
+        seen["settings"] = inputs.settings
+        return original(inputs, data, reporter)
 
     final.calibrate = spy
     try:
@@ -199,23 +199,15 @@ def main(argv=None):
             seconds = time.time() - t0
             chosen = "%s, LDA %s" % ("+".join(model.members_), model.lda_dim_ or "none")
             kept = "+".join(model.quality_) or "none"
-            if model.calibration_data_.startswith("the held-out trials of the pseudo"):
-                # the in-domain stage (issue 34 item 1) replaced the training folds' choice:
-                # the captured calibration data are the replaced model's; the model as fitted
-                f = ev.figures(model.score(ev.E, ev.T, ev.er, ev.tr, ev.counts))
-                lines.append(row("%s (in-domain stage: %s)" % (name, model.pseudo_lines_[-1]
-                                                               .split()[-1]), f,
-                                 "%s; calibrated on pseudo-speaker trials; fit %.0f s"
-                                 % (chosen, seconds)))
-                seen = None
-            for measures, f in (quality_rows(model, seen, ev) if seen else []):
+            for measures, f in quality_rows(model, seen, ev):
                 lines.append(row("%s, QMF %s" % (name, measures), f, "%s; %s%s" % (
                     chosen, "auto kept it" if measures == kept else "",
                     "; fit %.0f s" % seconds if measures == "none" else "")))
-            out_line = "; ".join(model.quality_lines_)
+            out_line = "; ".join(line.split(" ", 1)[1] for line in model.card_
+                                 if line.startswith("quality_choice "))
             lines.append("")
             lines.append("%s: %s; calibration on %s; %s" % (name, chosen,
-                                                           model.calibration_data_, out_line))
+                                                           seen["data"]["what"], out_line))
             lines.append("")
             lines.append(header)
             print("\n".join(lines[-8:]), flush=True)

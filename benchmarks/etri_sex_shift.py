@@ -23,9 +23,11 @@ with num_utts 3):
 * raw cosine, and cosine centred on the female set's mean (the do-no-harm baselines);
 * auto: train-pauc-auto's AutoBackend (--enroll-utts=3) on the male speakers; auto --adapt
   (the female set as X_adapt); auto --adapt --dev (and the development trials);
-* auto --adapt includes the pseudo-speaker stage of issue 34 item 1 (models/auto/pseudo.py:
-  the female set clustered, pseudo-trained PLDAs rated on pseudo-speaker folds); --pseudo is
-  accepted and changes nothing (it was the hook before the integration).
+* auto --adapt: the female set's pseudo-speakers (models/auto/pseudo.py) rate every
+  candidate and give pseudo-trained candidates (docs/auto-backend.md, "In-domain evidence");
+  with --dev the development trials rate instead (and the pseudo-speaker trials are
+  reported); actDCF(0.01) is of the back-ends' scores read as LLRs (the auto rows are
+  calibrated; the PLDA rows are Kaldi's LLRs).
 * --systems=a,b: only the systems so named (the table's names; PLDA-adp and the oracle are
   always run: the gap needs them), e.g. --systems="auto --adapt" for a quick look.
 
@@ -34,7 +36,7 @@ the share of the PLDA-adp -> oracle EER gap each system closes) printed and writ
 benchmarks/RESULTS_etri_sex_shift.md with the date, the machine load (uptime) and the commit.
 
 Usage (the lead's rerun, on a quiet machine):
-    nice python benchmarks/etri_sex_shift.py [--num-jobs=2] [--quick] [--pseudo]
+    nice python benchmarks/etri_sex_shift.py [--num-jobs=2] [--quick]
     [--out=benchmarks/RESULTS_etri_sex_shift.md]
 --quick: the auto variants with fewer candidate LDA dimensions and metric iterations (a
 plumbing check, not the figures to report).
@@ -141,8 +143,6 @@ def main(argv=None):
     ap.add_argument("--num-jobs", type=int, default=2)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--lda-dim", type=int, default=0, help="LDA of the PLDA systems (0: none)")
-    ap.add_argument("--pseudo", action="store_true",
-                    help="also auto --adapt with pseudo-speakers (issue 34 item 1)")
     ap.add_argument("--systems", default="", help="only these systems (names, "
                     "comma-separated; PLDA-adp and the oracle always)")
     ap.add_argument("--out", default=os.path.join(HERE, "RESULTS_etri_sex_shift.md"))

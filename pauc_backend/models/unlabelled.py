@@ -294,8 +294,8 @@ def examine(A, reference, max_rows=MAX_ROWS, seed=0, min_clustered=40):
                 cause = "its %d vectors are one vector repeated bit for bit" % n
             else:
                 cause = "the rest is one vector repeated"
-            return verdict(False, False, "error", cause + ": nothing in it can be used",
-                           "identical")
+            return verdict(False, False, "warning", cause + ": no speaker structure, not "
+                           "used", "identical")
         return verdict(False, False, "error", "%s usable vector: nothing in it can be used"
                        % ("only one" if rows.size else "no"), "no_usable_rows")
     sample = rows[sample_rows(rows.size, max_rows, seed)]

@@ -96,14 +96,15 @@ def test_isotropic_noise_is_not_used(pair, scale):
     assert check.figures["sample"] == U.MAX_ROWS        # the statistics on a bounded sample
 
 
-def test_identical_vectors_and_copies_of_one_vector_are_an_error(synthetic):
+def test_identical_vectors_and_copies_of_one_vector_are_a_warning_and_not_used(synthetic):
+    """No speaker structure (issue 41 item 4): one WARNING, the set is not used."""
     X, _, _, _, reference = synthetic
     for count in (200, 50):
         check = U.examine(np.repeat(X[:1], count, axis=0), reference)
-        assert (check.level, check.token) == ("error", "identical")
+        assert (check.level, check.token) == ("warning", "identical")
         assert not check.usable and check.left_out == {"repeated": count - 1}
-        assert check.cause == ("its %d vectors are one vector repeated bit for bit: nothing "
-                               "in it can be used" % count)
+        assert check.cause == ("its %d vectors are one vector repeated bit for bit: no "
+                               "speaker structure, not used" % count)
 
 
 def test_copies_appended_to_a_real_set_are_left_out_and_the_rest_is_used(synthetic):

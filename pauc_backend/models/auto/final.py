@@ -37,7 +37,6 @@ from pauc_backend.models.auto.choice import choose
 from pauc_backend.models.auto.evidence import DEV_TRIALS, PSEUDO_TRIALS, TRAINING_FOLDS
 from pauc_backend.models.auto.folds import dim_label
 from pauc_backend.models.auto.store import fusion_rows
-from pauc_backend.models.auto.trialsets import WHOLE
 from pauc_backend.models.crossfit import trial_figures
 from pauc_backend.models.systems import base_system, candidate_title
 
