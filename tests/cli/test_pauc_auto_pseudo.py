@@ -9,6 +9,7 @@ import pytest
 from conftest import ETRI, need, run_tool
 from realdata_sides import etri_sex_shift
 from pauc_backend.kaldi_io import write_vector_table
+from pauc_backend.metrics import eer
 from pauc_backend.models.auto import AutoBackend
 
 
@@ -65,3 +66,12 @@ def test_pseudo_trained_system_trains_and_scores_through_the_cli(shifted, tmp_pa
     want = model.score(X[:12], X[12:60], er, tr)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
     assert got.std() > 0
+    # the calibration learned on the held-out pseudo-speaker trials keeps the scores' sense:
+    # a positive weight, and on the labelled female test vectors (speakers no model saw) the
+    # calibrated scores put targets above non-targets far from chance
+    assert np.all(model.fusion_.weights_ > 0)
+    rows = np.linspace(0, X.shape[0] - 1, 300).astype(int)     # across the speakers
+    labels = np.asarray(c.test.labels)[rows]
+    a, b = np.triu_indices(rows.size, 1)
+    s = model.score(X[rows], X[rows], a, b)
+    assert eer(s[labels[a] == labels[b]], s[labels[a] != labels[b]]) < 0.2

@@ -138,3 +138,32 @@ def test_the_estimator_scores_with_its_quality_fusion():
     with pytest.raises(ValueError, match="durations"):
         AutoBackend(lda_dims=(8,), num_folds=3, candidates=("plda",),
                     quality_measures="duration").fit(X, y)
+
+
+@pytest.mark.parametrize("seed", [9, 14, 18])
+def test_the_final_calibration_keeps_a_measure_only_beyond_its_paired_se(seed):
+    """models.auto.final.calibrate, the step the estimator runs, on the in-domain trials of
+    the test above: with selection "1se" it keeps no measure (a duration within one paired SE
+    of none), with "best" the duration."""
+    from types import SimpleNamespace
+    from pauc_backend.models.auto import final
+    from pauc_backend.models.auto.evidence import DEV_TRIALS
+    from pauc_backend.models.auto.settings import Reporter
+    rng = np.random.default_rng(seed)
+    n = 6000
+    labels = rng.random(n) < 0.2
+    d_e, d_t = np.exp(rng.uniform(np.log(2), np.log(60), (2, n)))
+    quality = np.log(np.minimum(d_e, d_t))
+    scores = (rng.normal(size=n) + labels * 2.0 + 0.04 * (quality - quality.mean()))[:, None]
+    data = {"scores": scores, "labels": labels, "durations": (d_e, d_t),
+            "norms": (np.full(n, 10.0), np.full(n, 10.0)), "parts": rng.integers(0, 5, n),
+            "source": DEV_TRIALS, "what": "planted development trials"}
+    kept = {}
+    for rule in ("1se", "best"):
+        settings = SimpleNamespace(quality_measures="auto", selection=rule, fusion_prior=0.01,
+                                   fusion_regularization=1e-6, alpha=0.0, beta=0.01)
+        inputs = SimpleNamespace(settings=settings, table=SimpleNamespace(X=np.ones((4, 3))),
+                                 durations=None, adapt=None,
+                                 dev=SimpleNamespace(durations=np.ones(3)))
+        kept[rule] = final.calibrate(inputs, data, Reporter())[1]
+    assert kept["1se"] == () and kept["best"] == ("duration",)
