@@ -33,6 +33,8 @@ def data(tmp_path_factory):
     write_vector_table("ark:%s" % (d / "train.ark"), c.train.keys, c.train.X)
     _lines(d / "spk2utt", [(s, " ".join(u)) for s, u in sorted(c.train.spk2utt().items())])
     _lines(d / "utt2dur", zip(c.train.keys, c.train.durations))
+    write_vector_table("ark:%s" % (d / "adapt.ark"), c.adapt.keys, c.adapt.X)
+    _lines(d / "adapt_utt2dur", zip(c.adapt.keys, c.adapt.durations))
     enroll, test, te, tt, tgt = c.dev
     write_vector_table("ark:%s" % (d / "dev.ark"), list(enroll.keys) + list(test.keys),
                        np.vstack([enroll.X, test.X]))
@@ -244,3 +246,32 @@ def test_score_duration_options_go_together(tmp_path):
                     tmp_path / "trials", tmp_path / "s")
     assert proc.returncode == 255 and len(errors(proc)) == 1
     assert "--enroll-duration needs --test-duration" in errors(proc)[0]
+
+
+def test_durations_with_adapt_change_the_model_or_say_why_not(data, tmp_path):
+    """--adapt with --utt2dur: the calibration is learned where it rates (here the training
+    folds: this small adaptation set shows no speaker clusters), where a measure is applied
+    only when asked for, so one WARNING names the training durations as unused and the model
+    is the one without them; asked for (--quality-measures=duration), they are used and
+    system.txt's quality_measures (first and second lines) is the one the scores need."""
+    d, _ = data
+    adapt = ["--adapt=ark:%s" % (d / "adapt.ark")]
+    base = train(d, tmp_path / "a", *adapt)
+    assert base.returncode == 0, base.stderr.decode()[-3000:]
+    proc = train(d, tmp_path / "b", *adapt, "--utt2dur=ark,t:%s" % (d / "utt2dur"),
+                 "--adapt-utt2dur=ark,t:%s" % (d / "adapt_utt2dur"))
+    assert proc.returncode == 0, proc.stderr.decode()[-3000:]
+    warned = [line for line in proc.stderr.decode().splitlines() if "WARNING" in line
+              and "durations" in line]
+    assert len(warned) == 1 and "of the training vectors" in warned[0] \
+        and "of the adaptation vectors" in warned[0] and "not used" in warned[0], warned
+    assert (tmp_path / "a/fusion").read_bytes() == (tmp_path / "b/fusion").read_bytes()
+    proc = train(d, tmp_path / "c", *adapt, "--utt2dur=ark,t:%s" % (d / "utt2dur"),
+                 "--quality-measures=duration")
+    assert proc.returncode == 0, proc.stderr.decode()[-3000:]
+    card = (tmp_path / "c/system.txt").read_text().splitlines()
+    assert "quality measures duration" in card[1] and "quality_measures duration" in card
+    assert not [line for line in proc.stderr.decode().splitlines() if "WARNING" in line
+                and "durations" in line]
+    model, _ = read_model_dir(str(tmp_path / "c"))
+    assert model.needs_durations
