@@ -242,8 +242,8 @@ if $auto && [ $stage -le 15 ] && [ $stop_stage -ge 15 ]; then
   $train_cmd $train/log/train_pauc_auto.log \
     train-pauc-auto --enroll-utts=0 ${adapt:+"--adapt=$adapt"} $dur_opts $auto_opts \
     scp:$train/xvector.scp ark:data/train/spk2utt $train/pauc_auto || exit 1
-  awk -v script="$0" '$1 == "system" || $1 == "lda_dim" || $1 ~ /^heldout_(pauc|eer|min_dcf)$/ {
-      line = line (line == "" ? "" : ", ") $1 " " $2 }
+  awk -v script="$0" '$1 == "system" || $1 == "system_title" || $1 == "lda_dim" || $1 ~ /^heldout_(pauc|eer|min_dcf)$/ {
+      line = line (line == "" ? "" : ", ") $1 " " substr($0, length($1) + 2) }
     END { print script ": chosen: " line }' $train/pauc_auto/system.txt || exit 1
   for list in $trials; do
     score_split $list pauc_auto score-pauc-auto "${score_dur[@]}" $train/pauc_auto \

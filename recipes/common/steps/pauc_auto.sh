@@ -99,8 +99,8 @@ with_progress $exp/log/train_pauc_auto.log \
   train-pauc-auto $combine --enroll-utts=$enroll_utts ${adapt:+--adapt=$adapt} \
   "${dev_opts[@]}" $auto_opts scp:$train/xvector.scp ark:$spk2utt $exp/pauc_auto || exit 1
 # What was chosen and its cross-fitted figures (all of them: <exp>/pauc_auto/system.txt).
-awk -v script="$0" '$1 == "system" || $1 == "lda_dim" || $1 ~ /^heldout_(pauc|eer|min_dcf)$/ {
-    line = line (line == "" ? "" : ", ") $1 " " $2 }
+awk -v script="$0" '$1 == "system" || $1 == "system_title" || $1 == "lda_dim" || $1 ~ /^heldout_(pauc|eer|min_dcf)$/ {
+    line = line (line == "" ? "" : ", ") $1 " " substr($0, length($1) + 2) }
   END { print script ": chosen: " line }' $exp/pauc_auto/system.txt || exit 1
 [ -n "$adapt" ] && grep '^adapt_' $exp/pauc_auto/system.txt | sed "s|^|$0: |"
 grep '^selection_rated_by \|^dev_pauc \|^quality_measures ' $exp/pauc_auto/system.txt | \
