@@ -257,7 +257,7 @@ class DiscriminativePLDA:
     def score_pairs(self, E, T, enroll_index, test_index, block_size=None):
         """Eq. (1) for trials (E[enroll_index[k]], T[test_index[k]]): per-row quadratic terms
         once, the cross term as a dense grid when the distinct rows are few, else in blocks
-        of ``block_size`` trials (blocked.row_dots: ~16 MB of gathered rows a side)."""
+        of ``block_size`` trials (blocked.row_dots: ~2 MB of gathered rows a side)."""
         E = np.asarray(E, dtype=np.float64)
         T = np.asarray(T, dtype=np.float64)
         ei = np.asarray(enroll_index, dtype=np.intp)
