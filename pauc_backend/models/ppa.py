@@ -86,10 +86,12 @@ def _flat_groups(groups):
 def squared_distances(Y):
     """All squared Euclidean distances between rows of Y (n x n), via the Gram matrix.
 
-    ||y_a||^2 + ||y_b||^2 - 2 y_a.y_b, built in place (one n x n array), clipped at 0. The -2
-    rides on the small factor (scaling by a power of two is exact), saving a pass over D.
+    ||y_a||^2 + ||y_b||^2 - 2 y_a.y_b, built in place (one n x n array), clipped at 0. The Gram
+    matrix is ``Y @ Y.T`` (numpy gives it to BLAS syrk: one triangle, half the products of a
+    general product, exactly symmetric), then scaled by -2 (a power of two: exact).
     """
-    D = Y @ (-2.0 * Y.T)
+    D = Y @ Y.T
+    D *= -2.0
     q = np.diag(D) * -0.5
     D += q[:, None]
     D += q[None, :]
