@@ -165,9 +165,17 @@ class BackendPipeline:
             self.lda_ = identity_lda(X.shape[1])
         self.train_mean_ = self.mean_
         self.plda_ = self.plda_adapt_ = None
+        jobs = [(s.key, s.space) for s in metrics]
+        # the metrics' training vectors (at most max_metric_vectors), projected at once: in
+        # the PLDA's pass over the table when there is one (the same rows, the same bits)
+        m_at = self._metric_rows(rows, y) if jobs else None
+        m_rows, m_y = (rows, y) if m_at is None else (rows[m_at], y[m_at])
+        Z = None
         if plda_needed:
             self._note("PLDA", 1.0 / num_steps)
-            self.plda_ = PLDA().fit_stats(self._plda_stats(X, rows, y))
+            stats, Z = self._plda_stats(X, rows, y, (np.arange(rows.size) if m_at is None
+                                                     else m_at) if jobs and projected else None)
+            self.plda_ = PLDA().fit_stats(stats)
         adapt_mean = None
         if adapt is not None:
             adapt = np.asarray(adapt)
@@ -183,10 +191,8 @@ class BackendPipeline:
         if dplda_needed:
             self._note("discriminative PLDA", (num_steps - len(metrics) - 1.0) / num_steps)
             self._fit_dplda(X, rows, y)
-        jobs = [(s.key, s.space) for s in metrics]
-        # the metrics' training vectors (at most max_metric_vectors), projected at once
-        m_rows, m_y = self._metric_rows(rows, y) if jobs else (rows, y)
-        Z = self.project(X, m_rows) if jobs and projected else None
+        if Z is None and jobs and projected:
+            Z = self.project(X, m_rows)
         if int(n_jobs) > 1 and len(jobs) > 1:
             from pauc_backend.workers import fork_pool
             global _SHARED
@@ -218,34 +224,43 @@ class BackendPipeline:
         return self
 
     def _metric_rows(self, rows, y):
-        """(rows, labels) the pAUCMetrics train on: all of them, or beyond
-        ``max_metric_vectors`` the same seeded cap on each speaker's count (the cross-fitting
-        subset's rule, models.auto.policy.crossfit_rows). Their mini-batches draw
-        num_iters x batch_size speakers, two vectors each, whatever the table's size."""
+        """The positions in ``rows`` (and ``y``) of the vectors the pAUCMetrics train on,
+        increasing: None for all of them, or beyond ``max_metric_vectors`` the same seeded
+        cap on each speaker's count (the cross-fitting subset's rule,
+        models.auto.policy.crossfit_rows). Their mini-batches draw num_iters x batch_size
+        speakers, two vectors each, whatever the table's size."""
         limit = int(self.max_metric_vectors or 0)
         self.metric_rows_ = (rows.size, rows.size)
         if not limit or rows.size <= limit:
-            return rows, y
+            return None
         from pauc_backend.models.auto.policy import crossfit_rows
         keep, _ = crossfit_rows(y, 0, limit, int(self.random_state) + 41)
         self.metric_rows_ = (keep.size, rows.size)
-        return rows[keep], y[keep]
+        return keep
 
-    def _plda_stats(self, X, rows, y):
-        """The PLDA's statistics (ClassStats) of the rows of X centred, LDA-projected and
+    def _plda_stats(self, X, rows, y, keep=None):
+        """(the PLDA's statistics (ClassStats) of the rows of X centred, LDA-projected and
         length-normalised, a block of rows at a time (PLDA.fit_stats): no projected copy of
-        the table (n x LDA dimension float32: 1 GB at VoxCeleb's 1.28 M x 200). The blocks
-        are those of ``project`` then of ``blocked.block_rows`` of the LDA dimension, as
-        when the whole projection was made first, so the statistics are the same bits."""
+        the table (n x LDA dimension float32: 1 GB at VoxCeleb's 1.28 M x 200); with
+        ``keep`` (increasing positions in ``rows``: the metrics' sample) also the LDA
+        vectors of rows[keep], taken from the same blocks, else None). The blocks are those
+        of ``project`` then of ``blocked.block_rows`` of the LDA dimension, as when the whole
+        projection was made first, so the statistics are the same bits; a row's projection
+        is its own (apply_affine: one product per vector), so the kept vectors are
+        ``project(X, rows[keep])``, bit for bit."""
         _, index = np.unique(y, return_inverse=True)
         index = index.reshape(-1)
         stats = ClassStats()
         width = self.lda_.affine_matrix_.shape[0]
         size = blocked.block_rows(width)
         pending = np.empty((size, width), dtype=np.float32)
+        kept = None if keep is None else np.empty((keep.size, width), dtype=np.float32)
         have = begin = 0
         for start in range(0, rows.size, _BLOCK):
             Z = self.project(X, rows[start:start + _BLOCK])
+            if kept is not None:
+                a, b = np.searchsorted(keep, [start, start + Z.shape[0]])
+                kept[a:b] = Z[keep[a:b] - start]
             at = 0
             while at < Z.shape[0]:
                 take = min(size - have, Z.shape[0] - at)
@@ -256,7 +271,7 @@ class BackendPipeline:
                     begin, have = begin + have, 0
         if stats.dim_ is None:
             raise ValueError("No stats accumulated, unable to estimate PLDA.")
-        return stats
+        return stats, kept
 
     def adapted_plda(self, A, rows, mean):
         """A copy of ``plda_`` adapted to A[rows] centred on ``mean``, LDA-projected and

@@ -69,11 +69,7 @@ class LDA:
             raise ValueError("Did not read any utterances.")
         self._check_params(X.shape[1])
         _, speaker_of = np.unique(y, return_inverse=True)
-        bad = blocked.first_nonfinite(X, rows)
-        if bad is not None:
-            raise ValueError("LDA.fit: row %d of X contains NaN or infinity"
-                             % (bad if rows is None else rows[bad]))
-        mean = _mean(X, rows, num_utts)
+        mean = _mean(X, rows, num_utts)       # ValueError at a row with NaN or infinity
         return ClassStats().add_table(X, speaker_of.reshape(-1), rows, centre=mean), mean
 
     def _check_params(self, dim_in):
@@ -226,10 +222,20 @@ class _Decomposition:
 _CHUNK_ROWS = 4096
 
 
+def _nonfinite(position):
+    return ValueError("LDA.fit: row %d of X contains NaN or infinity" % position)
+
+
 def _mean(X, rows, num_utts):
     """``sum_i (1/N) x_i`` in double, row after row in selection order (vector_sum's
-    arithmetic: ComputeAndSubtractMean's AddVec), as float32; rows gathered a block at a time."""
+    arithmetic: ComputeAndSubtractMean's AddVec), as float32; rows gathered a block at a time.
+    ValueError naming the first row (of X) with a NaN or infinity, found in the same pass: a
+    float32 value is below 2^128 and N >= 1, so the double total stays finite unless a row
+    is not; a chunk whose total turns non-finite is searched for that row."""
     if rows is None or X.shape[1] == 1:  # one column: vector_sum's own sequential path
+        bad = blocked.first_nonfinite(X, rows)
+        if bad is not None:
+            raise _nonfinite(bad if rows is None else rows[bad])
         return vector_sum(X if rows is None else X[rows], 1.0 / num_utts).astype(np.float32)
     total = np.zeros(X.shape[1])
     for begin in range(0, len(rows), _CHUNK_ROWS):
@@ -238,4 +244,7 @@ def _mean(X, rows, num_utts):
         buffer[0] = total  # the running total rides along: the sum stays strictly sequential
         np.multiply(chunk, 1.0 / num_utts, out=buffer[1:], dtype=np.float64)
         total = np.add.reduce(buffer, axis=0)
+        if not np.isfinite(total).all():
+            bad = int(np.argmin(np.isfinite(chunk).all(axis=1)))
+            raise _nonfinite(rows[begin + bad])
     return total.astype(np.float32)
