@@ -31,6 +31,9 @@ rows. Only the pAUCMetrics' training vectors are projected at once: at most
 while that metric trains (in its own worker with ``n_jobs`` > 1).
 """
 
+import signal
+import threading
+
 import numpy as np
 
 from pauc_backend.models.auto.systems import (NORMS, SYSTEMS, base_system, canonical,  # noqa
@@ -121,12 +124,16 @@ class BackendPipeline:
         return {s.key for s in self._systems()}
 
     # -- training ------------------------------------------------------------------------------
-    def fit(self, X, y, n_jobs=1, rows=None, adapt=None, adapt_rows=None, lda=None):
+    def fit(self, X, y, n_jobs=1, rows=None, adapt=None, adapt_rows=None, lda=None,
+            threads=False):
         """Train every piece on raw vectors X (n, D) with speaker labels y; ``rows``: the
         rows of X to use, in this order (y labels them), so a fold needs no copy of the
         table. X is an array or a table of rows read on demand (models.row_table: a
         training table spooled to disk), read a block of rows at a time. With n_jobs > 1
-        the pAUCMetrics train in parallel (forked) processes, with identical results.
+        the pAUCMetrics train in parallel (forked) processes, with identical results; with
+        ``threads`` too, in threads of this process instead (what a pool's worker, which
+        cannot fork, can do: numpy's products and eigendecompositions run outside the
+        interpreter's lock, so two metrics use two cores), with identical results.
         ``lda``: the LDA of these rows at ``lda_dim`` when it is already fitted (a fold's
         every dimension at once, LDA.fit_dims), instead of fitting it here.
 
@@ -193,7 +200,9 @@ class BackendPipeline:
             self._fit_dplda(X, rows, y)
         if Z is None and jobs and projected:
             Z = self.project(X, m_rows)
-        if int(n_jobs) > 1 and len(jobs) > 1:
+        if threads and int(n_jobs) > 1 and len(jobs) > 1:
+            fitted = self._fit_metrics_in_threads(X, m_rows, Z, m_y, jobs, num_steps)
+        elif int(n_jobs) > 1 and len(jobs) > 1:
             from pauc_backend.workers import fork_pool
             global _SHARED
             _SHARED = (self, X, m_rows, Z, m_y, jobs, num_steps)
@@ -222,6 +231,41 @@ class BackendPipeline:
             self.cohort_, self.cohort_counts_ = cohort_vectors(X, rows, y,
                                                                self.random_state + 31)
         return self
+
+    def _fit_metrics_in_threads(self, X, rows, Z, y, jobs, num_steps):
+        """The pAUCMetrics of ``jobs`` trained at once, one thread each (the last in this
+        one). Their features are made first, the last one's over Z itself (its last use), so
+        two metrics hold what one at a time holds at most: Z and one more array."""
+        feats = [self._training_space(space, X, rows, Z, i == len(jobs) - 1)
+                 for i, (_, space) in enumerate(jobs)]
+        # each reports as if it were the first of one (they train at once)
+        metrics = [self._metric(self._metric_callback(key, 0, 1, num_steps - len(jobs) + 1))
+                   for key, _ in jobs]
+        results = [None] * len(jobs)
+
+        def fit_one(i):
+            try:
+                results[i] = metrics[i].fit(feats[i], y)
+            except BaseException as err:          # re-raised in the calling thread
+                results[i] = err
+
+        threads = [threading.Thread(target=fit_one, args=(i,), daemon=True,
+                                    name="pauc-metric-%d" % i) for i in range(len(jobs) - 1)]
+        # signals blocked in the threads (they inherit the mask): the main thread, where
+        # Python runs the handlers, takes them (models.heartbeat says why)
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+        try:
+            for thread in threads:
+                thread.start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        fit_one(len(jobs) - 1)
+        for thread in threads:
+            thread.join()
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
+        return results
 
     def _metric_rows(self, rows, y):
         """The positions in ``rows`` (and ``y``) of the vectors the pAUCMetrics train on,

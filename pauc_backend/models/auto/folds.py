@@ -60,8 +60,11 @@ def fold_task(cross, stage, dim, k, progress=None):
             held = plan.adapt_rows(k)     # the fold's own vectors, in the adaptation domain
             lda = (cross.fold_lda(k, dim) if int(dim) > 0 and not dim_free(attempt)
                    else None)             # every dimension of fold k from one estimation
+            # with n_jobs > 1 the fold's metrics train at once, in threads (a pool's worker
+            # cannot fork): a task alone at the end of a stage uses two cores
             pipe.fit(X, y[train_rows], rows=train_rows, lda=lda,
-                     adapt=None if held is None else plan.held_out(k, X[held]))
+                     adapt=None if held is None else plan.held_out(k, X[held]),
+                     n_jobs=settings.n_jobs, threads=True)
             break
         except (ValueError, np.linalg.LinAlgError) as err:
             lost = [s for s in attempt if system(base_system(s)).needs_plda]
