@@ -136,10 +136,28 @@ class LDA:
         return {int(dim): path.lda(dim) for dim in dims}
 
     def transform(self, X):
-        """Project vectors with ``affine_matrix_`` exactly as transform-vec does (float32)."""
+        """Project vectors with ``affine_matrix_`` exactly as transform-vec does (float32).
+        The identity ``[I | 0]`` (the automatic back-end's "no LDA") gives finite vectors
+        back as they are (a float32 copy): what its products give (x * 1 plus zeros), without
+        a D x D product per vector."""
         if not hasattr(self, "affine_matrix_"):
             raise ValueError("LDA.transform: call fit first")
+        X = np.asarray(X)
+        if X.ndim == 2 and self._is_identity(X.shape[1]) and np.isfinite(X).all():
+            return np.array(X, dtype=np.float32, order="C")
         return apply_affine(self.affine_matrix_, X)
+
+    def _is_identity(self, dim):
+        """Whether ``affine_matrix_`` is ``[I | 0]`` of ``dim`` (remembered per matrix)."""
+        M = self.affine_matrix_
+        known = self.__dict__.get("_identity")
+        if known is None or known[0] is not M:
+            M32 = np.asarray(M)
+            flag = bool(M32.ndim == 2 and M32.shape == (M32.shape[0], M32.shape[0] + 1)
+                        and np.array_equal(M32[:, :-1], np.eye(M32.shape[0]))
+                        and not M32[:, -1].any())
+            known = self._identity = (M, flag)
+        return known[1] and M.shape[0] == dim
 
 
 def _sorted_eigh(matrix):
