@@ -122,6 +122,7 @@ class Parts:
         self.read = collections.Counter()
         self.written = collections.Counter()
         self.depth = collections.Counter()
+        self.tasks = []      # per fold task: (CPU s, CPU s of its pAUCMetrics)
 
     def wrap(self, module_name, path):
         module = __import__(module_name, fromlist=["_"])
@@ -139,12 +140,16 @@ class Parts:
             outer = parts.depth[label] == 1     # recursion: count the outermost call
             if outer:
                 cpu, (r, w) = time.process_time(), io_bytes()
+                metric = parts.cpu["PaucMetric.fit"]
             try:
                 return original(*args, **kwargs)
             finally:
                 parts.depth[label] -= 1
                 if outer:
                     r2, w2 = io_bytes()
+                    if label == "fold_task":
+                        parts.tasks.append((time.process_time() - cpu,
+                                            parts.cpu["PaucMetric.fit"] - metric))
                     parts.cpu[label] += time.process_time() - cpu
                     parts.read[label] += r2 - r
                     parts.written[label] += w2 - w
@@ -173,6 +178,54 @@ class Parts:
                 print("    %-42s %8.1f s %7d  %6.2f GB  %6.2f GB" % (
                     path, cpu, calls, (self.read[path] - read0[path]) / 1e9,
                     (self.written[path] - written0[path]) / 1e9))
+
+
+def makespan(tasks, jobs=2, cores=2, threads=True):
+    """Seconds to run ``tasks`` ((CPU s, CPU s of its two pAUCMetrics) each) in ``jobs``
+    workers taking them in order, on ``cores`` cores, each at the speed of one core per
+    thread (fluid sharing when the threads outnumber the cores). With ``threads`` a task's
+    metrics train in two threads (models.auto.folds): that part can use two cores."""
+    pending = list(tasks)
+    running = []         # [serial left, metric work left]
+    clock = 0.0
+    while pending or running:
+        while pending and len(running) < jobs:
+            cpu, metric = pending.pop(0)
+            running.append([cpu - metric, metric])
+        want = [1 if r[0] > 0 else (2 if threads else 1) for r in running]
+        share = min(1.0, cores / float(sum(want)))
+        rates = [w * share for w in want]
+        step = min((r[0] if r[0] > 0 else r[1]) / rate for r, rate in zip(running, rates))
+        clock += step
+        for r, rate in zip(running, rates):
+            if r[0] > 0:
+                r[0] -= step * rate
+            else:
+                r[1] -= step * rate
+        running = [r for r in running if r[0] > 1e-9 or r[1] > 1e-9]
+    return clock
+
+
+def estimate(parts, spans, cpus, finish_metrics):
+    """Print an ESTIMATE (not a measurement) of train-pauc-auto --num-jobs=2's wall time on a
+    quiet 2-core machine from the CPU seconds measured here: each stage's fold tasks
+    list-scheduled on 2 workers (``makespan``; their metrics in 2 threads, or in sequence as
+    before issue 43), the rest of a stage (the fusions' rating, in 2 processes) halved, the
+    final training serial but its metrics (2 forked processes when there are 2)."""
+    stages = ["1", "2", "3"]
+    bounds = [spans[k] for k in stages] + [len(parts.tasks)]
+    metric_cpu, metric_calls = finish_metrics
+    rest = (cpus["read"] + cpus["prepare"] + cpus["finish"]
+            - (metric_cpu / 2.0 if metric_calls >= 2 else 0.0))
+    for threads in (False, True):
+        spent = []
+        for name, a, b in zip(stages, bounds[:-1], bounds[1:]):
+            tasks = parts.tasks[a:b]
+            other = cpus[name] - sum(cpu for cpu, _ in tasks)
+            spent.append(makespan(tasks, threads=threads) + other / 2.0)
+        print("estimate (2 jobs on 2 idle cores; a task's metrics in %s): stages %s s, "
+              "%.0f s in all" % ("threads" if threads else "sequence",
+                                 " / ".join("%.0f" % v for v in spent), sum(spent) + rest))
 
 
 def read_corpus(data):
@@ -239,8 +292,11 @@ def main():
     totals = [0.0, 0.0, 0, 0, 0.0]
     rows = []
 
+    spans, cpus, finish_metrics = {}, {}, []
+
     def step(name, fn):
         nonlocal profiler
+        spans[name] = len(parts.tasks)
         if args.profile == name:
             profiler = cProfile.Profile()
             profiler.enable()
@@ -258,6 +314,10 @@ def main():
         print(line, flush=True)
         rows.append(line)
         parts.report(since, name)
+        cpus[name] = cpu
+        if name == "finish":
+            finish_metrics.extend([parts.cpu["PaucMetric.fit"] - since[0]["PaucMetric.fit"],
+                                   parts.calls["PaucMetric.fit"] - since[1]["PaucMetric.fit"]])
         for i, v in enumerate((cpu, wall, r2 - r, w2 - w)):
             totals[i] += v
         totals[4] = max(totals[4], peak)
@@ -283,6 +343,8 @@ def main():
     print("total    cpu %7.1f s  wall %7.1f s  read %6.2f GB  written %6.2f GB  peak %6.0f MB"
           % (totals[0], totals[1], totals[2] / 1e9, totals[3] / 1e9, totals[4]))
     parts.report((collections.Counter(),) * 4, "the whole run")
+    if args.stages == 3:
+        estimate(parts, spans, cpus, finish_metrics)
     for line in model.crossfit_:
         print(line)
     if profiler is not None:
