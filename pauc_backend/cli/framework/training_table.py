@@ -29,6 +29,7 @@ from pauc_backend.cli.framework.dev_trials import read_durations
 from pauc_backend.cli.framework.labelled_stream import ListedSlots
 from pauc_backend.cli.framework.speaker_tables import read_spk2utt
 from pauc_backend.errors import KaldiError
+from pauc_backend.process import release_free_memory
 from pauc_backend.kaldi_io import read_token_table
 from pauc_backend.kaldi_io.temp_dir import temp_dir
 from pauc_backend.models.auto.policy import crossfit_rows
@@ -104,6 +105,8 @@ def read_training_table(log, vector_rspecifier, spk2utt_rspecifier, draw, in_mem
     table = TrainingTable(X, y.reshape(-1), groups, (rows, text, tuple(map(int, draw))),
                           subset_X)
     table.durations = durations
+    del listed, spk2utt, found, present, utts
+    release_free_memory()       # the keys' memory, before the cross-fitting forks workers
     return table
 
 

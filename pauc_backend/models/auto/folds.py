@@ -17,6 +17,7 @@ import multiprocessing
 import numpy as np
 
 from pauc_backend.models.auto.systems import base_system, dim_free, system
+from pauc_backend.process import release_free_memory
 from pauc_backend.models.crossfit import trial_figures
 
 __all__ = ["fold_task", "run_fold_tasks", "choose_dplda_lambda", "task_systems"]
@@ -39,6 +40,7 @@ def fold_task(cross, stage, dim, k, progress=None):
     without development trials)). Systems needing the PLDA are dropped together when it
     cannot be estimated (e.g. more dimensions than vectors); the discriminative PLDA gives
     one column per lambda, "dplda@<lambda>"."""
+    release_free_memory()      # in a worker: what its parent freed is not held here too
     systems = task_systems(stage, dim)
     settings, plan = cross.settings, cross
     X, y, t = plan.X, plan.y, plan.trials[k]
