@@ -31,9 +31,6 @@ rows. Only the pAUCMetrics' training vectors are projected at once: at most
 while that metric trains (in its own worker with ``n_jobs`` > 1).
 """
 
-import signal
-import threading
-
 import numpy as np
 
 from pauc_backend.models.auto.systems import (NORMS, SYSTEMS, base_system, canonical,  # noqa
@@ -43,7 +40,7 @@ from pauc_backend.models.discriminative_plda import (DPLDA_LAMBDAS, Discriminati
 from pauc_backend.models import blocked
 from pauc_backend.models.class_stats import ClassStats
 from pauc_backend.models.lda import LDA
-from pauc_backend.models.metric_learning import PaucMetric, metric_factor
+from pauc_backend.models.metric_learning import PaucMetric, fit_at_once, metric_factor
 from pauc_backend.models.plda import PLDA
 from pauc_backend.models.preprocessing import normalize_length
 from pauc_backend.models.score_norm import blockwise_cohort_statistics, normalize_scores
@@ -105,15 +102,17 @@ class BackendPipeline:
         if self.progress is not None:
             self.progress(step=step, fraction=fraction, **fields)
 
-    def _metric_callback(self, name, index, count, num_steps):
-        """Per-iteration progress of the metric ``name`` (number ``index`` of ``count``)."""
+    def _metric_callback(self, name, index, count, num_steps, end=None):
+        """Per-iteration progress of the metric ``name`` (number ``index`` of ``count``, the
+        metrics ending at step ``end`` of ``num_steps``, default the last)."""
         if self.progress is None:
             return None
         num_iters = int(self._metric().num_iters)
+        end = num_steps if end is None else end
 
         def callback(record):
             it = record["iteration"]
-            self._note("%s metric" % name, (num_steps - count + index + min(1.0, it / num_iters))
+            self._note("%s metric" % name, (end - count + index + min(1.0, it / num_iters))
                        / num_steps, iteration=it, num_iters=num_iters)
         return callback
 
@@ -194,18 +193,17 @@ class BackendPipeline:
         elif any(s.needs_adapt for s in chosen):
             raise ValueError("systems %s need an adaptation set" % ", ".join(
                 s.key for s in chosen if s.needs_adapt))
-        self.dplda_ = {}
-        if dplda_needed:
-            self._note("discriminative PLDA", (num_steps - len(metrics) - 1.0) / num_steps)
-            self._fit_dplda(X, rows, y)
+        # the metrics before the discriminative PLDA (independent, each with its own seed):
+        # their training vectors are released before its grid of trials is made
         if Z is None and jobs and projected:
             Z = self.project(X, m_rows)
         if threads and int(n_jobs) > 1 and len(jobs) > 1:
-            fitted = self._fit_metrics_in_threads(X, m_rows, Z, m_y, jobs, num_steps)
+            fitted = self._fit_metrics_in_threads(X, m_rows, Z, m_y, jobs, num_steps,
+                                                  dplda_needed)
         elif int(n_jobs) > 1 and len(jobs) > 1:
             from pauc_backend.workers import fork_pool
             global _SHARED
-            _SHARED = (self, X, m_rows, Z, m_y, jobs, num_steps)
+            _SHARED = (self, X, m_rows, Z, m_y, jobs, num_steps, dplda_needed)
             if self.progress is not None:     # the workers report, this process waits
                 self.progress(step=None, fraction=None)
             try:
@@ -217,13 +215,17 @@ class BackendPipeline:
             fitted = []
             for i, (key, space) in enumerate(jobs):     # the last one over Z itself
                 feats = self._training_space(space, X, m_rows, Z, i == len(jobs) - 1)
-                fitted.append(self._metric(self._metric_callback(key, i, len(jobs), num_steps))
-                              .fit(feats, m_y))
+                fitted.append(self._metric(self._metric_callback(
+                    key, i, len(jobs), num_steps, num_steps - dplda_needed)).fit(feats, m_y))
                 del feats
         del Z
         for metric in fitted:
             metric.callback = None
         self.metrics_ = {key: metric for (key, _), metric in zip(jobs, fitted)}
+        self.dplda_ = {}
+        if dplda_needed:
+            self._note("discriminative PLDA", (num_steps - 1.0) / num_steps)
+            self._fit_dplda(X, rows, y)
         if adapt_mean is not None:         # what scores from now on is centred in-domain
             self.mean_ = adapt_mean
         self.cohort_ = self.cohort_counts_ = None
@@ -232,40 +234,18 @@ class BackendPipeline:
                                                                self.random_state + 31)
         return self
 
-    def _fit_metrics_in_threads(self, X, rows, Z, y, jobs, num_steps):
+    def _fit_metrics_in_threads(self, X, rows, Z, y, jobs, num_steps, after=0):
         """The pAUCMetrics of ``jobs`` trained at once, one thread each (the last in this
         one). Their features are made first, the last one's over Z itself (its last use), so
-        two metrics hold what one at a time holds at most: Z and one more array."""
+        two metrics hold what one at a time holds at most: Z and one more array. ``after``:
+        steps of ``num_steps`` that come after them."""
         feats = [self._training_space(space, X, rows, Z, i == len(jobs) - 1)
                  for i, (_, space) in enumerate(jobs)]
-        # each reports as if it were the first of one (they train at once)
-        metrics = [self._metric(self._metric_callback(key, 0, 1, num_steps - len(jobs) + 1))
+        # each reports as if it were the only one (they train at once)
+        steps = num_steps - len(jobs) + 1
+        metrics = [self._metric(self._metric_callback(key, 0, 1, steps, steps - after))
                    for key, _ in jobs]
-        results = [None] * len(jobs)
-
-        def fit_one(i):
-            try:
-                results[i] = metrics[i].fit(feats[i], y)
-            except BaseException as err:          # re-raised in the calling thread
-                results[i] = err
-
-        threads = [threading.Thread(target=fit_one, args=(i,), daemon=True,
-                                    name="pauc-metric-%d" % i) for i in range(len(jobs) - 1)]
-        # signals blocked in the threads (they inherit the mask): the main thread, where
-        # Python runs the handlers, takes them (models.heartbeat says why)
-        old = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
-        try:
-            for thread in threads:
-                thread.start()
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, old)
-        fit_one(len(jobs) - 1)
-        for thread in threads:
-            thread.join()
-        for result in results:
-            if isinstance(result, BaseException):
-                raise result
-        return results
+        return fit_at_once(metrics, feats, y)
 
     def _metric_rows(self, rows, y):
         """The positions in ``rows`` (and ``y``) of the vectors the pAUCMetrics train on,
@@ -578,10 +558,11 @@ _SHARED = None
 def _fit_metric(index):
     """One pAUCMetric of BackendPipeline.fit in a forked worker process: its features are
     made here, from the parent's projected vectors (shared by the fork, not copied)."""
-    pipe, X, rows, Z, y, jobs, num_steps = _SHARED
+    pipe, X, rows, Z, y, jobs, num_steps, after = _SHARED
     key, space = jobs[index]
-    # Both metrics train at once: each reports as if it were the first of one.
-    metric = pipe._metric(pipe._metric_callback(key, 0, 1, num_steps - len(jobs) + 1))
+    # Both metrics train at once: each reports as if it were the only one.
+    steps = num_steps - len(jobs) + 1
+    metric = pipe._metric(pipe._metric_callback(key, 0, 1, steps, steps - after))
     try:
         metric.fit(pipe._training_space(space, X, rows, Z), y)
     finally:
