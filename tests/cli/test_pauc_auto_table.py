@@ -1,11 +1,12 @@
 """train-pauc-auto reads its table once and holds it only when it is small (issue 35).
 
-Beyond --in-memory-mb the vectors go to an unlinked temporary file as they are read and the
+Beyond --in-memory-mb the vectors are read again from their archive files when needed (issue
+43), or, from a pipe or text, go to an unlinked temporary file as they are read, and the
 cross-fitting subset is gathered into its own array on the way: the model directory is the
-same, byte for byte, as with the table held, from a file or from a pipe, whatever the order
-of the vectors in the table; listed utterances that have no vector are dropped with Kaldi's
-warnings, held or spooled alike, and the cross-fitting's sentence counts what was found.
-tests/cli/test_training_memory.py checks that a spooled table is not held."""
+same, byte for byte, as with the table held, from a file, a script or a pipe, whatever the
+order of the vectors in the table; listed utterances that have no vector are dropped with
+Kaldi's warnings, held or not alike, and the cross-fitting's sentence counts what was found.
+tests/cli/test_training_memory.py checks that a table beyond the bound is not held."""
 
 import filecmp
 import os
