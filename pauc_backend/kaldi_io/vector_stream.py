@@ -30,9 +30,9 @@ from pauc_backend.kaldi_io.archive import (FV_HEADER, fv_dim, gather_rows, read_
                                            scan_fv_block)
 from pauc_backend.kaldi_io.codec import ByteCursor
 from pauc_backend.kaldi_io.holders import HOLDERS
-from pauc_backend.kaldi_io.lines import MAX_LIST_LINE_BYTES, iter_line_chunks
+from pauc_backend.kaldi_io.lines import MAX_LIST_LINE_BYTES, iter_line_chunks, regular_file
 from pauc_backend.kaldi_io.scripts import (FileCache, parse_offset_script, parse_script,
-                                          read_script_entry)
+                                          read_script_entry, split_targets)
 from pauc_backend.kaldi_io.specifiers import parse_rspecifier
 from pauc_backend.kaldi_io.tables import TableWriter
 
@@ -56,12 +56,17 @@ class VectorChunk:
     every key has the same length (else None); ``keys``: the keys as str (decoded on first use).
     ``raw``: the chunk's input bytes when they are exactly the canonical binary records of
     (keys, X) (``key \\0BFV \\x04<dim> floats``, one space), so a copy may write them as they are.
+    ``where``: ``(path, offsets)`` when the rows are binary float-vector records of the regular
+    file ``path`` whose floats start at byte ``offsets`` (int64, one per row), so the rows can
+    be read there again (an archive file's runs of canonical records, a script's entries);
+    else None.
     """
 
-    __slots__ = ("X", "key_array", "raw", "_keys")
+    __slots__ = ("X", "key_array", "raw", "_keys", "where")
 
-    def __init__(self, X, keys=None, key_array=None, raw=None):
+    def __init__(self, X, keys=None, key_array=None, raw=None, where=None):
         self.X, self.key_array, self.raw, self._keys = X, key_array, raw, keys
+        self.where = where
 
     def __len__(self):
         return self.X.shape[0]
@@ -205,14 +210,20 @@ def _fixed_run(buf, pos, have):
         window *= 4
 
 
-def _chunk_from_run(buf, pos, count, key_len, dim):
+def _chunk_from_run(buf, pos, count, key_len, dim, locate=None):
+    """The chunk of a run; ``locate``: (path, the file offset of ``buf[0]``) when the input
+    is a regular file (the chunk's ``where``)."""
     stride = key_len + 11 + 4 * dim
     X = np.ndarray((count, dim), dtype="<f4", buffer=buf, offset=pos + key_len + 11,
                    strides=(stride, 4))
     keys = np.ndarray((count, key_len), dtype=np.uint8, buffer=buf, offset=pos,
                       strides=(stride, 1))
     raw = memoryview(buf)[pos:pos + count * stride]
-    return VectorChunk(X, key_array=keys, raw=raw)
+    where = None
+    if locate is not None:
+        first = locate[1] + pos + key_len + 11
+        where = (locate[0], first + stride * np.arange(count, dtype=np.int64))
+    return VectorChunk(X, key_array=keys, raw=raw, where=where)
 
 
 def _generic_chunks(source, pos, name, permissive, state):
@@ -269,14 +280,16 @@ def _stuck(source, offset, err):
     return read - source.failure[1] > MAX_LIST_LINE_BYTES
 
 
-def iter_archive_chunks(stream, name, permissive=False, chunk_bytes=CHUNK_BYTES, start=0):
+def iter_archive_chunks(stream, name, permissive=False, chunk_bytes=CHUNK_BYTES, start=0,
+                        path=None):
     """Chunks of a float-vector archive read from a binary ``stream`` (see the module doc);
-    ``start``: the stream's first byte's offset, for messages."""
+    ``start``: the stream's first byte's offset, for messages; ``path``: the regular file the
+    stream reads, whose runs of canonical records then say ``where`` they are."""
     where = [0]
     try:
         source = _Input(stream, chunk_bytes)
         source.consumed = start
-        yield from _parse_archive(source, name, permissive, where)
+        yield from _parse_archive(source, name, permissive, where, path)
     except OSError as err:       # a failing read (EIO): only reads happen in here
         raise KaldiError("Failed to read archive %s: %s" % (streams.printable(name),
                                                            err.strerror or err)) from None
@@ -291,7 +304,7 @@ def iter_archive_chunks(stream, name, permissive=False, chunk_bytes=CHUNK_BYTES,
                             if key else "")) from None
 
 
-def _parse_archive(source, name, permissive, where):
+def _parse_archive(source, name, permissive, where, path=None):
     """iter_archive_chunks' loop; ``where[0]``: the buffer offset of the record being read."""
     rows = _Rows()
     pos = 0
@@ -309,7 +322,8 @@ def _parse_archive(source, name, permissive, where):
                 break
             count, key_len, dim = _fixed_run(buf, pos, have)
             if count:
-                yield _chunk_from_run(buf, pos, count, key_len, dim)
+                yield _chunk_from_run(buf, pos, count, key_len, dim,
+                                      None if path is None else (path, source.consumed))
                 pos += count * (key_len + 11 + 4 * dim)
                 continue
             dim = fv_dim(buf, pos, have)
@@ -419,16 +433,33 @@ def _fv_rows_at(paths, offsets, handles):
     return X
 
 
+def _by_file(pieces):
+    """The script's pieces, those whose ``file:offset`` targets name several files (a Kaldi
+    ``xvector.scp`` over ``xvector.1.ark`` ... ``xvector.N.ark``) cut into runs of one file
+    each, so each run is read as one (``_fv_rows_at``) rather than entry by entry."""
+    for keys, targets, offsets in pieces:
+        split = split_targets(targets) if offsets is None else None
+        if split is None:
+            yield keys, targets, offsets
+            continue
+        paths, offsets = split
+        cuts = [i for i in range(1, len(paths)) if paths[i] != paths[i - 1]]
+        for a, b in zip([0] + cuts, cuts + [len(paths)]):
+            yield keys[a:b], paths[a:b], offsets[a:b]
+
+
 def iter_script_chunks(rx, permissive=False):
     """Chunks of the vectors a script points at, in script order."""
     handles = {}
     cache = FileCache()
     try:
-        for keys, targets, offsets in _script_pieces(rx):
+        for keys, targets, offsets in _by_file(_script_pieces(rx)):
             if offsets is not None:
                 X = _fv_rows_at(targets, offsets, handles)
                 if X is not None:
-                    yield VectorChunk(X, keys=keys)
+                    yield VectorChunk(X, keys=keys, where=(
+                        (targets[0], np.asarray(offsets, dtype=np.int64) + len(FV_HEADER) + 4)
+                        if regular_file(targets[0]) else None))
                     continue
             if offsets is not None:      # not FV records at those offsets: one by one
                 targets = ["%s:%d" % pair for pair in zip(targets, offsets.tolist())]
@@ -485,8 +516,11 @@ def iter_vector_chunks(rspecifier, ragged=False, chunk_bytes=CHUNK_BYTES):
 def _archive_chunks(rx, permissive, chunk_bytes):
     kind, what = streams.classify_rxfilename(rx)
     start = what[1] if kind == "offset" else 0  # messages give offsets in the file
+    path = None
+    if kind in ("file", "offset") and regular_file(rx):
+        path = what if kind == "file" else what[0]
     with streams.open_input(rx) as stream:
-        yield from iter_archive_chunks(stream, rx, permissive, chunk_bytes, start)
+        yield from iter_archive_chunks(stream, rx, permissive, chunk_bytes, start, path)
 
 
 # -- writing -----------------------------------------------------------------------------------

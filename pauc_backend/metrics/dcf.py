@@ -127,7 +127,10 @@ def min_dcf_sorted(tar_sorted, non_sorted, positions, p_targets, c_miss=1, c_fa=
         fpr = 1 - (index + 1 - cum_tar) / float(num_non)
         return c_miss * fnr * p + c_fa * fpr * (1 - p), fnr, fpr, cum_tar
 
-    candidates = np.unique(np.concatenate([[0, size - 1], positions - 1]))
+    # np.unique's values, by a sort of the (already ascending) positions and one comparison:
+    # numpy 2's hashing np.unique took 0.4 s of a 1.5 M-trial fold's 0.47 s of figures
+    candidates = np.sort(np.concatenate([[0, size - 1], positions - 1]))
+    candidates = candidates[np.concatenate([[True], candidates[1:] != candidates[:-1]])]
     candidates = candidates[candidates >= 0]
     results = []
     for p in p_targets:

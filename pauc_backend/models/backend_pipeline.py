@@ -40,7 +40,7 @@ from pauc_backend.models.discriminative_plda import (DPLDA_LAMBDAS, Discriminati
 from pauc_backend.models import blocked
 from pauc_backend.models.class_stats import ClassStats
 from pauc_backend.models.lda import LDA
-from pauc_backend.models.metric_learning import PaucMetric, metric_factor
+from pauc_backend.models.metric_learning import PaucMetric, fit_at_once, metric_factor
 from pauc_backend.models.plda import PLDA
 from pauc_backend.models.preprocessing import normalize_length
 from pauc_backend.models.score_norm import blockwise_cohort_statistics, normalize_scores
@@ -102,15 +102,17 @@ class BackendPipeline:
         if self.progress is not None:
             self.progress(step=step, fraction=fraction, **fields)
 
-    def _metric_callback(self, name, index, count, num_steps):
-        """Per-iteration progress of the metric ``name`` (number ``index`` of ``count``)."""
+    def _metric_callback(self, name, index, count, num_steps, end=None):
+        """Per-iteration progress of the metric ``name`` (number ``index`` of ``count``, the
+        metrics ending at step ``end`` of ``num_steps``, default the last)."""
         if self.progress is None:
             return None
         num_iters = int(self._metric().num_iters)
+        end = num_steps if end is None else end
 
         def callback(record):
             it = record["iteration"]
-            self._note("%s metric" % name, (num_steps - count + index + min(1.0, it / num_iters))
+            self._note("%s metric" % name, (end - count + index + min(1.0, it / num_iters))
                        / num_steps, iteration=it, num_iters=num_iters)
         return callback
 
@@ -121,12 +123,16 @@ class BackendPipeline:
         return {s.key for s in self._systems()}
 
     # -- training ------------------------------------------------------------------------------
-    def fit(self, X, y, n_jobs=1, rows=None, adapt=None, adapt_rows=None, lda=None):
+    def fit(self, X, y, n_jobs=1, rows=None, adapt=None, adapt_rows=None, lda=None,
+            threads=False):
         """Train every piece on raw vectors X (n, D) with speaker labels y; ``rows``: the
         rows of X to use, in this order (y labels them), so a fold needs no copy of the
         table. X is an array or a table of rows read on demand (models.row_table: a
         training table spooled to disk), read a block of rows at a time. With n_jobs > 1
-        the pAUCMetrics train in parallel (forked) processes, with identical results.
+        the pAUCMetrics train in parallel (forked) processes, with identical results; with
+        ``threads`` too, in threads of this process instead (what a pool's worker, which
+        cannot fork, can do: numpy's products and eigendecompositions run outside the
+        interpreter's lock, so two metrics use two cores), with identical results.
         ``lda``: the LDA of these rows at ``lda_dim`` when it is already fitted (a fold's
         every dimension at once, LDA.fit_dims), instead of fitting it here.
 
@@ -165,9 +171,17 @@ class BackendPipeline:
             self.lda_ = identity_lda(X.shape[1])
         self.train_mean_ = self.mean_
         self.plda_ = self.plda_adapt_ = None
+        jobs = [(s.key, s.space) for s in metrics]
+        # the metrics' training vectors (at most max_metric_vectors), projected at once: in
+        # the PLDA's pass over the table when there is one (the same rows, the same bits)
+        m_at = self._metric_rows(rows, y) if jobs else None
+        m_rows, m_y = (rows, y) if m_at is None else (rows[m_at], y[m_at])
+        Z = None
         if plda_needed:
             self._note("PLDA", 1.0 / num_steps)
-            self.plda_ = PLDA().fit_stats(self._plda_stats(X, rows, y))
+            stats, Z = self._plda_stats(X, rows, y, (np.arange(rows.size) if m_at is None
+                                                     else m_at) if jobs and projected else None)
+            self.plda_ = PLDA().fit_stats(stats)
         adapt_mean = None
         if adapt is not None:
             adapt = np.asarray(adapt)
@@ -179,18 +193,17 @@ class BackendPipeline:
         elif any(s.needs_adapt for s in chosen):
             raise ValueError("systems %s need an adaptation set" % ", ".join(
                 s.key for s in chosen if s.needs_adapt))
-        self.dplda_ = {}
-        if dplda_needed:
-            self._note("discriminative PLDA", (num_steps - len(metrics) - 1.0) / num_steps)
-            self._fit_dplda(X, rows, y)
-        jobs = [(s.key, s.space) for s in metrics]
-        # the metrics' training vectors (at most max_metric_vectors), projected at once
-        m_rows, m_y = self._metric_rows(rows, y) if jobs else (rows, y)
-        Z = self.project(X, m_rows) if jobs and projected else None
-        if int(n_jobs) > 1 and len(jobs) > 1:
+        # the metrics before the discriminative PLDA (independent, each with its own seed):
+        # their training vectors are released before its grid of trials is made
+        if Z is None and jobs and projected:
+            Z = self.project(X, m_rows)
+        if threads and int(n_jobs) > 1 and len(jobs) > 1:
+            fitted = self._fit_metrics_in_threads(X, m_rows, Z, m_y, jobs, num_steps,
+                                                  dplda_needed)
+        elif int(n_jobs) > 1 and len(jobs) > 1:
             from pauc_backend.workers import fork_pool
             global _SHARED
-            _SHARED = (self, X, m_rows, Z, m_y, jobs, num_steps)
+            _SHARED = (self, X, m_rows, Z, m_y, jobs, num_steps, dplda_needed)
             if self.progress is not None:     # the workers report, this process waits
                 self.progress(step=None, fraction=None)
             try:
@@ -202,13 +215,17 @@ class BackendPipeline:
             fitted = []
             for i, (key, space) in enumerate(jobs):     # the last one over Z itself
                 feats = self._training_space(space, X, m_rows, Z, i == len(jobs) - 1)
-                fitted.append(self._metric(self._metric_callback(key, i, len(jobs), num_steps))
-                              .fit(feats, m_y))
+                fitted.append(self._metric(self._metric_callback(
+                    key, i, len(jobs), num_steps, num_steps - dplda_needed)).fit(feats, m_y))
                 del feats
         del Z
         for metric in fitted:
             metric.callback = None
         self.metrics_ = {key: metric for (key, _), metric in zip(jobs, fitted)}
+        self.dplda_ = {}
+        if dplda_needed:
+            self._note("discriminative PLDA", (num_steps - 1.0) / num_steps)
+            self._fit_dplda(X, rows, y)
         if adapt_mean is not None:         # what scores from now on is centred in-domain
             self.mean_ = adapt_mean
         self.cohort_ = self.cohort_counts_ = None
@@ -217,35 +234,57 @@ class BackendPipeline:
                                                                self.random_state + 31)
         return self
 
+    def _fit_metrics_in_threads(self, X, rows, Z, y, jobs, num_steps, after=0):
+        """The pAUCMetrics of ``jobs`` trained at once, one thread each (the last in this
+        one). Their features are made first, the last one's over Z itself (its last use), so
+        two metrics hold what one at a time holds at most: Z and one more array. ``after``:
+        steps of ``num_steps`` that come after them."""
+        feats = [self._training_space(space, X, rows, Z, i == len(jobs) - 1)
+                 for i, (_, space) in enumerate(jobs)]
+        # each reports as if it were the only one (they train at once)
+        steps = num_steps - len(jobs) + 1
+        metrics = [self._metric(self._metric_callback(key, 0, 1, steps, steps - after))
+                   for key, _ in jobs]
+        return fit_at_once(metrics, feats, y)
+
     def _metric_rows(self, rows, y):
-        """(rows, labels) the pAUCMetrics train on: all of them, or beyond
-        ``max_metric_vectors`` the same seeded cap on each speaker's count (the cross-fitting
-        subset's rule, models.crossfit.crossfit_rows). Their mini-batches draw
-        num_iters x batch_size speakers, two vectors each, whatever the table's size."""
+        """The positions in ``rows`` (and ``y``) of the vectors the pAUCMetrics train on,
+        increasing: None for all of them, or beyond ``max_metric_vectors`` the same seeded
+        cap on each speaker's count (the cross-fitting subset's rule,
+        models.crossfit.crossfit_rows). Their mini-batches draw num_iters x batch_size
+        speakers, two vectors each, whatever the table's size."""
         limit = int(self.max_metric_vectors or 0)
         self.metric_rows_ = (rows.size, rows.size)
         if not limit or rows.size <= limit:
-            return rows, y
+            return None
         from pauc_backend.models.crossfit import crossfit_rows
         keep, _ = crossfit_rows(y, 0, limit, int(self.random_state) + 41)
         self.metric_rows_ = (keep.size, rows.size)
-        return rows[keep], y[keep]
+        return keep
 
-    def _plda_stats(self, X, rows, y):
-        """The PLDA's statistics (ClassStats) of the rows of X centred, LDA-projected and
+    def _plda_stats(self, X, rows, y, keep=None):
+        """(the PLDA's statistics (ClassStats) of the rows of X centred, LDA-projected and
         length-normalised, a block of rows at a time (PLDA.fit_stats): no projected copy of
-        the table (n x LDA dimension float32: 1 GB at VoxCeleb's 1.28 M x 200). The blocks
-        are those of ``project`` then of ``blocked.block_rows`` of the LDA dimension, as
-        when the whole projection was made first, so the statistics are the same bits."""
+        the table (n x LDA dimension float32: 1 GB at VoxCeleb's 1.28 M x 200); with
+        ``keep`` (increasing positions in ``rows``: the metrics' sample) also the LDA
+        vectors of rows[keep], taken from the same blocks, else None). The blocks are those
+        of ``project`` then of ``blocked.block_rows`` of the LDA dimension, as when the whole
+        projection was made first, so the statistics are the same bits; a row's projection
+        is its own (apply_affine: one product per vector), so the kept vectors are
+        ``project(X, rows[keep])``, bit for bit."""
         _, index = np.unique(y, return_inverse=True)
         index = index.reshape(-1)
         stats = ClassStats()
         width = self.lda_.affine_matrix_.shape[0]
         size = blocked.block_rows(width)
         pending = np.empty((size, width), dtype=np.float32)
+        kept = None if keep is None else np.empty((keep.size, width), dtype=np.float32)
         have = begin = 0
         for start in range(0, rows.size, _BLOCK):
             Z = self.project(X, rows[start:start + _BLOCK])
+            if kept is not None:
+                a, b = np.searchsorted(keep, [start, start + Z.shape[0]])
+                kept[a:b] = Z[keep[a:b] - start]
             at = 0
             while at < Z.shape[0]:
                 take = min(size - have, Z.shape[0] - at)
@@ -256,7 +295,7 @@ class BackendPipeline:
                     begin, have = begin + have, 0
         if stats.dim_ is None:
             raise ValueError("No stats accumulated, unable to estimate PLDA.")
-        return stats
+        return stats, kept
 
     def adapted_plda(self, A, rows, mean):
         """A copy of ``plda_`` adapted to A[rows] centred on ``mean``, LDA-projected and
@@ -519,10 +558,11 @@ _SHARED = None
 def _fit_metric(index):
     """One pAUCMetric of BackendPipeline.fit in a forked worker process: its features are
     made here, from the parent's projected vectors (shared by the fork, not copied)."""
-    pipe, X, rows, Z, y, jobs, num_steps = _SHARED
+    pipe, X, rows, Z, y, jobs, num_steps, after = _SHARED
     key, space = jobs[index]
-    # Both metrics train at once: each reports as if it were the first of one.
-    metric = pipe._metric(pipe._metric_callback(key, 0, 1, num_steps - len(jobs) + 1))
+    # Both metrics train at once: each reports as if it were the only one.
+    steps = num_steps - len(jobs) + 1
+    metric = pipe._metric(pipe._metric_callback(key, 0, 1, steps, steps - after))
     try:
         metric.fit(pipe._training_space(space, X, rows, Z), y)
     finally:

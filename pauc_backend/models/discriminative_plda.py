@@ -150,8 +150,9 @@ class DiscriminativePLDA:
 
     # -- the objective (2) ----------------------------------------------------------------
     def _problem(self, E, T, valid, is_target, init, symmetric):
+        same = T is E
         E = np.asarray(E, dtype=np.float64)
-        T = np.asarray(T, dtype=np.float64)
+        T = E if same else np.asarray(T, dtype=np.float64)
         valid = np.asarray(valid, dtype=bool)
         labels = np.asarray(is_target, dtype=bool) & valid
         if valid.shape != (E.shape[0], T.shape[0]) or labels.shape != valid.shape:
@@ -183,10 +184,12 @@ class DiscriminativePLDA:
                 return q, q, pp, theta[-1]
             return mats[0], mats[1], mats[2], theta[-1]
 
+        same_sides = symmetric and T is E      # single vectors both ways: qt is qe
+
         def objective(theta):
             Q1, Q2, P, off = unpack(theta)
             qe = np.einsum("ij,ij->i", E @ Q1, E)
-            qt = np.einsum("ij,ij->i", T @ Q2, T)
+            qt = qe if same_sides else np.einsum("ij,ij->i", T @ Q2, T)
             S = (E @ P) @ T.T
             S *= 2.0
             S += qe[:, None]
@@ -242,7 +245,15 @@ class DiscriminativePLDA:
             parts = [start.quad_enroll_, start.cross_] if symmetric else [
                 start.quad_enroll_, start.quad_test_, start.cross_]
             x0 = np.concatenate([b.ravel() for b in parts] + [[start.offset_]])
-        result = minimize(f, x0, jac=True, method="L-BFGS-B",
+        at_theta0 = []                  # J(theta0), when the optimiser evaluates it
+
+        def g(theta):
+            out = f(theta)
+            if not at_theta0 and np.array_equal(theta, theta0):
+                at_theta0.append(out[0])
+            return out
+
+        result = minimize(g, x0, jac=True, method="L-BFGS-B",
                           options={"maxiter": int(self.max_iter), "gtol": float(self.tol),
                                    "ftol": 1e-12})
         Q1, Q2, P, c = unpack(result.x)
@@ -250,14 +261,14 @@ class DiscriminativePLDA:
         self.offset_ = float(c)
         self.n_iter_ = int(result.nit)
         self.objective_ = float(result.fun)
-        self.initial_objective_ = float(f(theta0)[0])
+        self.initial_objective_ = float(at_theta0[0] if at_theta0 else f(theta0)[0])
         return self
 
     # -- scoring ----------------------------------------------------------------------------
     def score_pairs(self, E, T, enroll_index, test_index, block_size=None):
         """Eq. (1) for trials (E[enroll_index[k]], T[test_index[k]]): per-row quadratic terms
         once, the cross term as a dense grid when the distinct rows are few, else in blocks
-        of ``block_size`` trials (blocked.row_dots: ~16 MB of gathered rows a side)."""
+        of ``block_size`` trials (blocked.row_dots: ~2 MB of gathered rows a side)."""
         E = np.asarray(E, dtype=np.float64)
         T = np.asarray(T, dtype=np.float64)
         ei = np.asarray(enroll_index, dtype=np.intp)

@@ -69,11 +69,7 @@ class LDA:
             raise ValueError("Did not read any utterances.")
         self._check_params(X.shape[1])
         _, speaker_of = np.unique(y, return_inverse=True)
-        bad = blocked.first_nonfinite(X, rows)
-        if bad is not None:
-            raise ValueError("LDA.fit: row %d of X contains NaN or infinity"
-                             % (bad if rows is None else rows[bad]))
-        mean = _mean(X, rows, num_utts)
+        mean = _mean(X, rows, num_utts)       # ValueError at a row with NaN or infinity
         return ClassStats().add_table(X, speaker_of.reshape(-1), rows, centre=mean), mean
 
     def _check_params(self, dim_in):
@@ -140,10 +136,28 @@ class LDA:
         return {int(dim): path.lda(dim) for dim in dims}
 
     def transform(self, X):
-        """Project vectors with ``affine_matrix_`` exactly as transform-vec does (float32)."""
+        """Project vectors with ``affine_matrix_`` exactly as transform-vec does (float32).
+        The identity ``[I | 0]`` (the automatic back-end's "no LDA") gives finite vectors
+        back as they are (a float32 copy): what its products give (x * 1 plus zeros), without
+        a D x D product per vector."""
         if not hasattr(self, "affine_matrix_"):
             raise ValueError("LDA.transform: call fit first")
+        X = np.asarray(X)
+        if X.ndim == 2 and self._is_identity(X.shape[1]) and np.isfinite(X).all():
+            return np.array(X, dtype=np.float32, order="C")
         return apply_affine(self.affine_matrix_, X)
+
+    def _is_identity(self, dim):
+        """Whether ``affine_matrix_`` is ``[I | 0]`` of ``dim`` (remembered per matrix)."""
+        M = self.affine_matrix_
+        known = self.__dict__.get("_identity")
+        if known is None or known[0] is not M:
+            M32 = np.asarray(M)
+            flag = bool(M32.ndim == 2 and M32.shape == (M32.shape[0], M32.shape[0] + 1)
+                        and np.array_equal(M32[:, :-1], np.eye(M32.shape[0]))
+                        and not M32[:, -1].any())
+            known = self._identity = (M, flag)
+        return known[1] and M.shape[0] == dim
 
 
 def _sorted_eigh(matrix):
@@ -226,10 +240,20 @@ class _Decomposition:
 _CHUNK_ROWS = 4096
 
 
+def _nonfinite(position):
+    return ValueError("LDA.fit: row %d of X contains NaN or infinity" % position)
+
+
 def _mean(X, rows, num_utts):
     """``sum_i (1/N) x_i`` in double, row after row in selection order (vector_sum's
-    arithmetic: ComputeAndSubtractMean's AddVec), as float32; rows gathered a block at a time."""
+    arithmetic: ComputeAndSubtractMean's AddVec), as float32; rows gathered a block at a time.
+    ValueError naming the first row (of X) with a NaN or infinity, found in the same pass: a
+    float32 value is below 2^128 and N >= 1, so the double total stays finite unless a row
+    is not; a chunk whose total turns non-finite is searched for that row."""
     if rows is None or X.shape[1] == 1:  # one column: vector_sum's own sequential path
+        bad = blocked.first_nonfinite(X, rows)
+        if bad is not None:
+            raise _nonfinite(bad if rows is None else rows[bad])
         return vector_sum(X if rows is None else X[rows], 1.0 / num_utts).astype(np.float32)
     total = np.zeros(X.shape[1])
     for begin in range(0, len(rows), _CHUNK_ROWS):
@@ -238,4 +262,7 @@ def _mean(X, rows, num_utts):
         buffer[0] = total  # the running total rides along: the sum stays strictly sequential
         np.multiply(chunk, 1.0 / num_utts, out=buffer[1:], dtype=np.float64)
         total = np.add.reduce(buffer, axis=0)
+        if not np.isfinite(total).all():
+            bad = int(np.argmin(np.isfinite(chunk).all(axis=1)))
+            raise _nonfinite(rows[begin + bad])
     return total.astype(np.float32)

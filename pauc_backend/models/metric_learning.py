@@ -19,6 +19,8 @@ each can be switched off to get the paper's algorithm exactly (``scale=1``,
 """
 
 import math
+import signal
+import threading
 
 import numpy as np
 
@@ -303,6 +305,38 @@ class _PPAMetric:
     def pair_score(self, pairs):
         """-S(x1, x2; M): higher means more likely the same speaker."""
         return -self.pair_distance(pairs)
+
+
+def fit_at_once(metrics, features, y):
+    """Each of ``metrics`` fitted on its ``features`` (labels ``y``), all at once: one thread
+    each, the last in this one (numpy's products and eigendecompositions run outside the
+    interpreter's lock, so two metrics use two cores; each has its own seed: the same
+    metrics as one after the other). An error of any is raised here; returns the metrics."""
+    results = [None] * len(metrics)
+
+    def fit_one(i):
+        try:
+            results[i] = metrics[i].fit(features[i], y)
+        except BaseException as err:          # re-raised in the calling thread
+            results[i] = err
+
+    threads = [threading.Thread(target=fit_one, args=(i,), daemon=True,
+                                name="pauc-metric-%d" % i) for i in range(len(metrics) - 1)]
+    # signals blocked in the threads (they inherit the mask): the main thread, where Python
+    # runs the handlers, takes them (pauc_backend.heartbeat says why)
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+    try:
+        for thread in threads:
+            thread.start()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+    fit_one(len(metrics) - 1)
+    for thread in threads:
+        thread.join()
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+    return results
 
 
 class PaucMetric(_PPAMetric):

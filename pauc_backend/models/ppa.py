@@ -69,27 +69,34 @@ def sample_batch(groups, s, rng):
 
 
 _GROUP_CACHE = {}
+_CACHED_GROUPS = 4      # metrics trained at once in threads each keep their own entry
 
 
 def _flat_groups(groups):
+    """(members, starts, sizes) of ``groups``, cached by identity (the entry holds the list,
+    so its id cannot be reused while cached); safe in threads (one dict operation each)."""
     key = id(groups)
     cached = _GROUP_CACHE.get(key)
     if cached is None or cached[0] is not groups:
         sizes = np.array([len(g) for g in groups], dtype=np.int64)
         starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
         members = np.concatenate(groups).astype(np.int64)
-        _GROUP_CACHE.clear()
-        cached = _GROUP_CACHE[key] = (groups, (members, starts, sizes))
+        cached = (groups, (members, starts, sizes))
+        if len(_GROUP_CACHE) >= _CACHED_GROUPS:
+            _GROUP_CACHE.clear()
+        _GROUP_CACHE[key] = cached
     return cached[1]
 
 
 def squared_distances(Y):
     """All squared Euclidean distances between rows of Y (n x n), via the Gram matrix.
 
-    ||y_a||^2 + ||y_b||^2 - 2 y_a.y_b, built in place (one n x n array), clipped at 0. The -2
-    rides on the small factor (scaling by a power of two is exact), saving a pass over D.
+    ||y_a||^2 + ||y_b||^2 - 2 y_a.y_b, built in place (one n x n array), clipped at 0. The Gram
+    matrix is ``Y @ Y.T`` (numpy gives it to BLAS syrk: one triangle, half the products of a
+    general product, exactly symmetric), then scaled by -2 (a power of two: exact).
     """
-    D = Y @ (-2.0 * Y.T)
+    D = Y @ Y.T
+    D *= -2.0
     q = np.diag(D) * -0.5
     D += q[:, None]
     D += q[None, :]
@@ -106,14 +113,18 @@ def nontarget_pairs(s):
 
 
 def _nontarget_pair_indices(s):
-    """(a, b, a * 2s + b): the pairs and their flat positions in a 2s x 2s array."""
-    if s not in _PAIR_CACHE:
+    """(a, b, a * 2s + b): the pairs and their flat positions in a 2s x 2s array (cached;
+    safe in threads)."""
+    cached = _PAIR_CACHE.get(s)
+    if cached is None:
         a, b = np.triu_indices(2 * s, k=1)
         keep = (a // 2) != (b // 2)
         a, b = a[keep].astype(np.int64), b[keep].astype(np.int64)
-        _PAIR_CACHE.clear()
-        _PAIR_CACHE[s] = (a, b, a * (2 * s) + b)
-    return _PAIR_CACHE[s]
+        cached = (a, b, a * (2 * s) + b)
+        if len(_PAIR_CACHE) >= _CACHED_GROUPS:
+            _PAIR_CACHE.clear()
+        _PAIR_CACHE[s] = cached
+    return cached
 
 
 def n0_bounds(K, alpha, beta):

@@ -14,7 +14,9 @@ backend_pipeline) index one: ``shape``, ``ndim``, ``dtype``, ``len``, ``X[a:b]``
 ``X[index array]`` (any shape of integer array, any order; rows ``(..., dim)`` float32, a
 new array each time), so those passes need no second code path; ``blocked.is_table`` tells
 it from an array. ``view(rows)`` is the table of some of its rows (e.g. those that were
-found, when some positions were never written).
+found, when some positions were never written). ``RowTable`` is that array-like reading
+over any store that reads rows at sorted positions (``_read_sorted``): the spool here, the
+archives a table was read from (cli.framework.archive_rows).
 """
 
 import os
@@ -22,7 +24,7 @@ import tempfile
 
 import numpy as np
 
-__all__ = ["SpooledRows"]
+__all__ = ["RowTable", "SpooledRows"]
 
 _GAP_ROWS = 64           # neighbouring rows closer than this are read in one span
 _SPAN_ROWS = 8192        # a span covers at most this many rows (its temporary: 16 MB at 512)
@@ -42,32 +44,15 @@ def _spans(wanted):
         a = b
 
 
-class SpooledRows:
-    """``num_rows`` float32 rows of ``dim`` values in an unlinked temporary file (module doc).
-    ``what`` names the table in error messages. OSError of the file system becomes a
-    ValueError naming the temporary directory."""
+class RowTable:
+    """Float32 rows of ``dim`` values read on demand (module doc); a subclass reads the rows at
+    sorted physical positions (``_read_sorted``) and sets ``dim``, ``_num_rows`` and
+    ``_index`` (None, or the physical position of each logical row: a view's)."""
 
-    def __init__(self, num_rows, dim, what="the table", directory=None):
-        self.what = what
-        self.dim = int(dim)
-        self._num_rows = int(num_rows)
-        self._index = None                       # a view's physical positions
-        self.directory = directory or tempfile.gettempdir()
-        try:
-            self._file = tempfile.TemporaryFile(prefix="pauc-backend-rows.", dir=directory)
-            os.ftruncate(self._file.fileno(), 4 * self.dim * self._num_rows)
-        except OSError as err:
-            raise ValueError(self._problem("create", err)) from None
-        self._owner = True
-
-    def _problem(self, doing, err):
-        return ("cannot %s the temporary file of %s in %s (4 bytes a dimension a vector: "
-                "%d MB): %s" % (doing, self.what, self.directory,
-                                (4 * self.dim * self._physical_rows()) >> 20,
-                                err.strerror or err))
-
-    def _physical_rows(self):
-        return self._num_rows if self._index is None else int(self._index.max(initial=-1)) + 1
+    dim = 0
+    _num_rows = 0
+    _index = None
+    _owner = True
 
     # -- array-like ---------------------------------------------------------------------------
     @property
@@ -91,8 +76,86 @@ class SpooledRows:
             return self.read_rows(np.array([int(key)]))[0]
         index = np.asarray(key)
         if not np.issubdtype(index.dtype, np.integer):
-            raise TypeError("SpooledRows: rows are read by slice or integer index arrays")
+            raise TypeError("%s: rows are read by slice or integer index arrays"
+                            % type(self).__name__)
         return self.read_rows(index.reshape(-1)).reshape(index.shape + (self.dim,))
+
+    def read_rows(self, rows):
+        """float32 (len(rows), dim): the rows at logical positions ``rows`` (1-D, any order,
+        repeats allowed), read in the order of their physical positions."""
+        rows = np.asarray(rows, dtype=np.int64).reshape(-1)
+        out = np.empty((rows.size, self.dim), dtype=np.float32)
+        if not rows.size:
+            return out
+        count = self.shape[0]
+        if rows.min() < 0 or rows.max() >= count:
+            raise IndexError("%s: row index out of range (%d rows)"
+                             % (type(self).__name__, count))
+        physical = rows if self._index is None else self._index[rows]
+        ascending = physical.size == 1 or bool((physical[1:] >= physical[:-1]).all())
+        order = None if ascending else np.argsort(physical, kind="stable")
+        wanted = physical if order is None else physical[order]
+        target = out if order is None else np.empty_like(out)
+        self._read_sorted(wanted, target)
+        if order is not None:
+            out[order] = target
+        return out
+
+    def _read_sorted(self, wanted, target):
+        """Rows at the physical positions ``wanted`` (ascending, repeats allowed) into
+        ``target``."""
+        raise NotImplementedError
+
+    def blocks(self, size):
+        """``(begin, rows begin:begin+size)`` in order (a new array each)."""
+        for begin in range(0, self.shape[0], size):
+            yield begin, self[begin:begin + size]
+
+    def view(self, rows):
+        """The table of rows ``rows`` (logical positions of this one) of the same store."""
+        out = object.__new__(type(self))
+        out.__dict__.update(self.__dict__)
+        rows = np.asarray(rows, dtype=np.int64)
+        out._index = rows if self._index is None else self._index[rows]
+        out._owner = False
+        return out
+
+    def _physical_rows(self):
+        return self._num_rows if self._index is None else int(self._index.max(initial=-1)) + 1
+
+    def close(self):
+        """Release the store (a view does not own it)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class SpooledRows(RowTable):
+    """``num_rows`` float32 rows of ``dim`` values in an unlinked temporary file (module doc).
+    ``what`` names the table in error messages. OSError of the file system becomes a
+    ValueError naming the temporary directory."""
+
+    def __init__(self, num_rows, dim, what="the table", directory=None):
+        self.what = what
+        self.dim = int(dim)
+        self._num_rows = int(num_rows)
+        self._index = None                       # a view's physical positions
+        self.directory = directory or tempfile.gettempdir()
+        try:
+            self._file = tempfile.TemporaryFile(prefix="pauc-backend-rows.", dir=directory)
+            os.ftruncate(self._file.fileno(), 4 * self.dim * self._num_rows)
+        except OSError as err:
+            raise ValueError(self._problem("create", err)) from None
+        self._owner = True
+
+    def _problem(self, doing, err):
+        return ("cannot %s the temporary file of %s in %s (4 bytes a dimension a vector: "
+                "%d MB): %s" % (doing, self.what, self.directory,
+                                (4 * self.dim * self._physical_rows()) >> 20,
+                                err.strerror or err))
 
     # -- writing and reading ------------------------------------------------------------------
     def write(self, positions, X):
@@ -119,21 +182,7 @@ class SpooledRows:
         except OSError as err:
             raise ValueError(self._problem("write", err)) from None
 
-    def read_rows(self, rows):
-        """float32 (len(rows), dim): the rows at logical positions ``rows`` (1-D, any order,
-        repeats allowed), read in spans of neighbouring rows."""
-        rows = np.asarray(rows, dtype=np.int64).reshape(-1)
-        out = np.empty((rows.size, self.dim), dtype=np.float32)
-        if not rows.size:
-            return out
-        count = self.shape[0]
-        if rows.min() < 0 or rows.max() >= count:
-            raise IndexError("SpooledRows: row index out of range (%d rows)" % count)
-        physical = rows if self._index is None else self._index[rows]
-        ascending = physical.size == 1 or bool((physical[1:] >= physical[:-1]).all())
-        order = None if ascending else np.argsort(physical, kind="stable")
-        wanted = physical if order is None else physical[order]
-        target = out if order is None else np.empty_like(out)
+    def _read_sorted(self, wanted, target):
         for a, b in _spans(wanted):
             first, last = int(wanted[a]), int(wanted[b - 1])
             if last - first + 1 == b - a:           # consecutive rows: straight into place
@@ -142,9 +191,6 @@ class SpooledRows:
                 span = self._read_span(first, np.empty((last - first + 1, self.dim),
                                                        np.float32))
                 target[a:b] = span[wanted[a:b] - first]
-        if order is not None:
-            out[order] = target
-        return out
 
     def _read_span(self, first, out):
         view = memoryview(out).cast("B")
@@ -161,26 +207,6 @@ class SpooledRows:
             view.release()
         return out
 
-    def blocks(self, size):
-        """``(begin, rows begin:begin+size)`` in order (a new array each)."""
-        for begin in range(0, self.shape[0], size):
-            yield begin, self[begin:begin + size]
-
-    def view(self, rows):
-        """The table of rows ``rows`` (logical positions of this one) of the same file."""
-        out = object.__new__(SpooledRows)
-        out.__dict__.update(self.__dict__)
-        rows = np.asarray(rows, dtype=np.int64)
-        out._index = rows if self._index is None else self._index[rows]
-        out._owner = False
-        return out
-
     def close(self):
         if self._owner:
             self._file.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()

@@ -53,6 +53,12 @@ def training(d):
     return ["ark:%s" % (d / "train.ark"), "ark:%s" % (d / "spk2utt")]
 
 
+def piped(d):
+    """The training table through a pipe: beyond --in-memory-mb it is spooled (an archive
+    file is read again where it is instead: nothing goes to TMPDIR)."""
+    return "ark:cat %s |" % (d / "train.ark")
+
+
 def not_a_directory(tmp_path, kind):
     """A path of ``kind`` where a directory is expected, and the phrase naming it."""
     path = tmp_path / kind
@@ -144,14 +150,16 @@ def test_an_unusable_tmpdir_is_one_error_naming_it_and_why(data, tmp_path, kind,
         else:
             tmpdir, phrase = not_a_directory(tmp_path, {"missing": "missing"}.get(kind, kind))
         if tool == "train-pauc-auto":
-            proc = run_with_tmpdir(tmpdir, tool, *FAST, "--in-memory-mb=0", *training(data),
-                                   out)
+            table = piped(data)
+            proc = run_with_tmpdir(tmpdir, tool, *FAST, "--in-memory-mb=0", table,
+                                   "ark:%s" % (data / "spk2utt"), out)
         else:
-            proc = run_with_tmpdir(tmpdir, tool, "--dim=4", "ark:%s" % (data / "train.ark"),
+            table = "ark:%s" % (data / "train.ark")
+            proc = run_with_tmpdir(tmpdir, tool, "--dim=4", table,
                                    "ark:%s" % (data / "utt2spk"), out)
     line = one_error(proc)
     assert "TMPDIR=%s %s" % (tmpdir, phrase) in line, line
-    assert "vectors of ark:%s" % (data / "train.ark") in line and "unset it" in line
+    assert "vectors of %s" % table in line and "unset it" in line
     assert not out.exists()
 
 
@@ -159,10 +167,19 @@ def test_a_usable_tmpdir_holds_the_spooled_table(data, tmp_path):
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     proc = run_with_tmpdir(scratch, "train-pauc-auto", *FAST, "--in-memory-mb=0",
-                           *training(data), tmp_path / "model")
+                           piped(data), "ark:%s" % (data / "spk2utt"), tmp_path / "model")
     assert proc.returncode == 0, proc.stderr.decode()
     assert "spooled to an unlinked temporary file in %s " % scratch in proc.stderr.decode()
     assert list(scratch.iterdir()) == []                 # unlinked: nothing left behind
+
+
+def test_a_table_read_again_from_its_archive_needs_no_tmpdir(data, tmp_path):
+    """An archive file is read again where it is: TMPDIR is not looked at (unusable here)."""
+    tmpdir, _ = not_a_directory(tmp_path, "missing")
+    proc = run_with_tmpdir(tmpdir, "train-pauc-auto", *FAST, "--in-memory-mb=0",
+                           *training(data), tmp_path / "model")
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert "read again from the archives they are in" in proc.stderr.decode()
 
 
 # -- a NumPy file where a Kaldi table goes ----------------------------------------------------

@@ -1,11 +1,12 @@
 """train-pauc-auto reads its table once and holds it only when it is small (issue 35).
 
-Beyond --in-memory-mb the vectors go to an unlinked temporary file as they are read and the
+Beyond --in-memory-mb the vectors are read again from their archive files when needed (issue
+43), or, from a pipe or text, go to an unlinked temporary file as they are read, and the
 cross-fitting subset is gathered into its own array on the way: the model directory is the
-same, byte for byte, as with the table held, from a file or from a pipe, whatever the order
-of the vectors in the table; listed utterances that have no vector are dropped with Kaldi's
-warnings, held or spooled alike, and the cross-fitting's sentence counts what was found.
-tests/cli/test_training_memory.py checks that a spooled table is not held."""
+same, byte for byte, as with the table held, from a file, a script or a pipe, whatever the
+order of the vectors in the table; listed utterances that have no vector are dropped with
+Kaldi's warnings, held or not alike, and the cross-fitting's sentence counts what was found.
+tests/cli/test_training_memory.py checks that a table beyond the bound is not held."""
 
 import filecmp
 import os
@@ -52,15 +53,44 @@ def same_files(a, b):
     return names
 
 
-def test_a_spooled_table_gives_the_same_model_as_a_held_one(data, tmp_path):
-    d, _ = data
+REREAD = "its rows are read again from the archives they are in"
+SPOOLED = "spooled to an unlinked temporary file in"
+
+
+def test_a_table_beyond_the_bound_gives_the_same_model_as_a_held_one(data, tmp_path):
+    """Beyond --in-memory-mb an archive file, or a script of file:offset entries (over two
+    archives here, the vectors shuffled), is read again where it is; a pipe, or a table
+    whose vectors are not all binary float records of files (text vectors here, from the
+    middle on) is spooled: the model is the same, byte for byte, as with the table held
+    (the text vectors' rounding makes the last table's model its own)."""
+    d, c = data
     log = train(d, tmp_path / "held", "ark:%s" % (d / "train.ark"))
-    assert "spooled to an unlinked" not in log
-    for name, vectors in (("file", "ark:%s" % (d / "train.ark")),
-                          ("pipe", "ark:cat %s |" % (d / "shuffled.ark"))):
+    assert SPOOLED not in log and REREAD not in log
+    order = np.random.default_rng(2).permutation(len(c.train.keys))
+    half = order.size // 2
+    scripts = []
+    for part, rows in (("a", order[:half]), ("b", order[half:])):
+        write_vector_table("ark,scp:%s,%s" % (tmp_path / (part + ".ark"),
+                                              tmp_path / (part + ".scp")),
+                           [c.train.keys[i] for i in rows], c.train.X[rows])
+        scripts.append((tmp_path / (part + ".scp")).read_text())
+    (tmp_path / "two.scp").write_text("".join(scripts))
+    write_vector_table("ark,t:%s" % (tmp_path / "text.ark"), [c.train.keys[i] for i in
+                                                              order[half:]], c.train.X[order[half:]])
+    (tmp_path / "mixed.ark").write_bytes((tmp_path / "a.ark").read_bytes()
+                                         + (tmp_path / "text.ark").read_bytes())
+    for name, vectors, how in (("file", "ark:%s" % (d / "train.ark"), REREAD),
+                               ("script", "scp:%s" % (tmp_path / "two.scp"), REREAD),
+                               ("pipe", "ark:cat %s |" % (d / "shuffled.ark"), SPOOLED),
+                               ("mixed", "ark:%s" % (tmp_path / "mixed.ark"), REREAD)):
         log = train(d, tmp_path / name, vectors, "--in-memory-mb=0")
-        assert "spooled to an unlinked temporary file in" in log
-        names = same_files(tmp_path / "held", tmp_path / name)
+        assert how in log, (name, log[-3000:])
+        held = tmp_path / "held"
+        if name == "mixed":     # the text records: spooled from there, what was read copied
+            assert "Not every vector of %s is a float-vector record" % vectors in log
+            held = tmp_path / "mixed-held"
+            train(d, held, vectors)
+        names = same_files(held, tmp_path / name)
         assert "plda" in names and "system.txt" in names
     card = (tmp_path / "held" / "system.txt").read_text()
     assert "crossfit_data 30 of the 45 speakers (seeded), at most" in card

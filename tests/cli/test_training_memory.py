@@ -117,16 +117,19 @@ AUTO = ["train-pauc-auto", "--in-memory-mb=0", "--num-folds=2", "--lda-dims=16",
         "--max-metric-vectors=3000", "--num-jobs=2"]
 
 
-def test_train_pauc_auto_does_not_hold_a_table_beyond_its_bound(tables):
-    """Issue 35: beyond --in-memory-mb train-pauc-auto spools its table and holds only the
-    cross-fitting subset (the same size for both tables here: --max-speakers, --max-vectors)
-    and the final metrics' sample (--max-metric-vectors): its peak, forked workers included
-    (os.wait4 reports the largest of the tool and the children it waited for), grows by less
-    than one float32 vector (4 dim bytes) per added vector. Before issue 35 it held the table
-    (one copy at least: 1,024 bytes per vector here, and the projected table in the final
+@pytest.mark.parametrize("source", ["stdin", "archive"])
+def test_train_pauc_auto_does_not_hold_a_table_beyond_its_bound(tables, source):
+    """Issue 35: beyond --in-memory-mb train-pauc-auto spools its table (from standard input)
+    or reads it again from its archive (issue 43) and holds only the cross-fitting subset
+    (the same size for both tables here: --max-speakers, --max-vectors) and the final
+    metrics' sample (--max-metric-vectors): its peak, forked workers included (os.wait4
+    reports the largest of the tool and the children it waited for), grows by less than one
+    float32 vector (4 dim bytes) per added vector. Before issue 35 it held the table (one
+    copy at least: 1,024 bytes per vector here, and the projected table in the final
     training)."""
     folder, arks = tables
-    peaks = [peak_rss_bytes(AUTO + ["ark:-", "ark:spk2utt%d" % n, "auto%d" % n], ark, folder)
+    peaks = [peak_rss_bytes(AUTO + ["ark:-" if source == "stdin" else "ark:%s" % ark,
+                                    "ark:spk2utt%d" % n, "auto%d" % n], ark, folder)
              for n, ark in zip(SIZES, arks)]
     per_vector = (peaks[1] - peaks[0]) / (SIZES[1] - SIZES[0])
     assert per_vector < 4 * DIM, "train-pauc-auto: %.0f bytes of peak RSS per vector " \

@@ -120,6 +120,23 @@ def test_nan_in_input_is_an_error():
         LDA(dim=2).fit(X, y)
 
 
+@pytest.mark.parametrize("bad", [(9000, -np.inf), (3, np.nan), (12000, np.inf)])
+def test_the_first_bad_row_of_a_selection_is_named(monkeypatch, bad):
+    """With rows (a selection, in its order) the mean's pass finds a NaN or infinity (the
+    first in selection order, whichever chunk it is in) and names its row of X; two bad rows
+    in different chunks: the earlier of the selection."""
+    from pauc_backend.models import lda as lda_module
+    monkeypatch.setattr(lda_module, "_CHUNK_ROWS", 64)
+    rng = np.random.default_rng(14)
+    X, y = make_speakers(rng, num_spk=300, per_spk=50, dim=6)
+    rows = rng.permutation(len(y))
+    row, value = bad
+    X[row, 4] = value
+    X[rows[-1], 0] = np.nan               # a later one of the selection
+    with pytest.raises(ValueError, match="row %d of X contains NaN" % row):
+        LDA(dim=2).fit(X, y[rows], rows=rows)
+
+
 @pytest.mark.parametrize("dim", [0, 9])
 def test_output_dimension_must_fit_the_input(dim):
     X, y = make_speakers(np.random.default_rng(9))

@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pauc_backend.models import ppa
-from pauc_backend.models.metric_learning import PaucMetric, TripletMetric, group_by_speaker
+from pauc_backend.models.metric_learning import (PaucMetric, TripletMetric, fit_at_once,
+                                                 group_by_speaker)
 
 
 # -- brute-force references (the paper's O(J R) loops, written as plainly as possible) ----------
@@ -219,6 +220,25 @@ def test_learning_lowers_the_objective_and_beats_the_identity(cls):
     assert eer_of(model, Xe, ye) < 0.7 * eer_of(_Identity(), Xe, ye)
     w = np.diag(model.get_mahalanobis_matrix())
     assert w[:4].mean() < w[4:].mean() / 5           # the noisy axes are down-weighted
+
+
+def test_metrics_fitted_at_once_are_those_fitted_one_after_the_other():
+    """fit_at_once (the two metrics of a fold task, in threads): the same bytes as each
+    fitted alone (batches of the same size: the pair caches are shared), and an error in a
+    thread is raised in the caller."""
+    rng = np.random.default_rng(8)
+    X, y = synthetic_speakers(rng, 40, 5)
+    Y = np.tanh(X)                          # a second space
+    make = [lambda: PaucMetric(batch_size=12, num_iters=60, random_state=1),
+            lambda: PaucMetric(batch_size=12, num_iters=60, random_state=2, eta=3.0)]
+    alone = [make[0]().fit(X, y), make[1]().fit(Y, y)]
+    together = fit_at_once([make[0](), make[1]()], [X, Y], y)
+    for a, b in zip(alone, together):
+        assert a.get_mahalanobis_matrix().tobytes() == b.get_mahalanobis_matrix().tobytes()
+    bad = X.copy()
+    bad[3, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN or Inf"):
+        fit_at_once([make[0](), make[1]()], [bad, Y], y)
 
 
 @pytest.mark.parametrize("cls", [PaucMetric, TripletMetric])

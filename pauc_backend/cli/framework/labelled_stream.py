@@ -298,11 +298,14 @@ class ListedSlots:
         """The utterance of each slot (a list)."""
         return [utt for utts in self.spk2utt.values() for utt in utts]
 
-    def vectors(self, vector_rspecifier):
+    def vectors(self, vector_rspecifier, located=False):
         """``(slots, X, keys)`` of the listed vectors, in table order (X: float32 rows, valid
         until the next step; an utterance listed again comes once more, after its chunk,
         with its other slots); vectors not listed are skipped. A listed utterance found
-        twice in the table is an error (Kaldi's RandomAccessTableReader: duplicate key)."""
+        twice in the table is an error (Kaldi's RandomAccessTableReader: duplicate key).
+        ``located``: ``(slots, X, keys, where)``, where ``where`` says in which regular file
+        and at which byte offsets the rows can be read again (the reader's
+        ``VectorChunk.where``: ``(path, offsets)``, one offset a row), or is None."""
         found, extra, spk2utt = self.found, self.extra, self.spk2utt
         single = bool(self.sizes.size) and bool((self.sizes == 1).all())
         for chunk in iter_vector_chunks(vector_rspecifier):
@@ -323,13 +326,19 @@ class ListedSlots:
                            or seen.add(s))
                 raise KaldiError("Duplicate key '%s' in %s" % (key, vector_rspecifier))
             X = chunk.X if keep.all() else chunk.X[keep]
-            yield slots, X, keys
+            where = getattr(chunk, "where", None)
+            if where is not None and not keep.all():
+                where = (where[0], where[1][keep])
+            yield (slots, X, keys, where) if located else (slots, X, keys)
             found[slots] = True
             if extra:  # utterances listed more than once count once per listing, as in Kaldi
                 again = [i for i, key in enumerate(keys) if key in extra]
                 for i in again:
                     more = np.asarray(extra[keys[i]], dtype=np.intp)
-                    yield more, np.repeat(X[i:i + 1], more.size, axis=0), [keys[i]] * more.size
+                    rows = np.repeat(X[i:i + 1], more.size, axis=0), [keys[i]] * more.size
+                    yield (more,) + rows + ((None if where is None else (
+                        where[0], np.repeat(where[1][i:i + 1], more.size)),)
+                        if located else ())
                     found[more] = True
 
     def finish(self, log, vector_rspecifier):

@@ -8,15 +8,21 @@ subset (models.crossfit.crossfit_rows: at most --max-speakers speakers, at most
 vectors are read once, in any order, and each goes straight to
 
 * its slot of the table: an array when the table (listed utterances x dimension x 4 bytes)
-  is at most the in-memory bound, else an unlinked temporary file in $TMPDIR (kaldi_io.temp_dir:
-  an unusable TMPDIR is an ERROR)
-  (models.row_table.SpooledRows: 4 bytes a dimension a vector of disk), read back later a
-  block at a time with explicit reads (never memory-mapped);
-* when the table is spooled, also the subset's own array, which is all the cross-fitting
+  is at most the in-memory bound; else, when every vector is a binary float-vector record of
+  a regular file (an ``ark:`` file, an ``scp:`` of ``file:offset`` entries), nothing but
+  where it is: the final training reads it there again (archive_rows.ArchiveRows, as
+  Kaldi's script readers seek to an entry; nothing is written); else (a pipe, standard
+  input, text or double vectors) an unlinked temporary file in $TMPDIR (kaldi_io.temp_dir:
+  an unusable TMPDIR is an ERROR) (models.row_table.SpooledRows: 4 bytes a dimension a
+  vector of disk), read back later a block at a time with explicit reads (never
+  memory-mapped); a table that turns out not to be re-readable half-way is spooled from
+  there, its rows so far copied from their archives;
+* when the table is not held, also the subset's own array, which is all the cross-fitting
   reads.
 
 Either way the rows are in spk2utt order, exactly what the whole table held and reordered
-gave before, so the model is the same, byte for byte, held or spooled. A listed utterance
+gave before, so the model is the same, byte for byte, held, re-read or spooled. A listed
+utterance
 without a vector gets Kaldi's warnings (and a speaker left without any is dropped); a
 subset slot without a vector leaves the subset smaller (its sentence says how many of the
 drawn vectors were found). Duplicate keys, NaN or infinity, and speaker and vector tables
@@ -25,16 +31,18 @@ that do not match are one ERROR each (labelled_stream.ListedSlots).
 
 import numpy as np
 
+from pauc_backend.cli.framework.archive_rows import MAX_FILES, ArchiveRows
 from pauc_backend.cli.framework.dev_trials import read_durations
 from pauc_backend.cli.framework.labelled_stream import ListedSlots
 from pauc_backend.cli.framework.speaker_tables import read_spk2utt
 from pauc_backend.errors import KaldiError
+from pauc_backend.process import release_free_memory
 from pauc_backend.kaldi_io import read_token_table
 from pauc_backend.kaldi_io.temp_dir import temp_dir
 from pauc_backend.models.crossfit import crossfit_rows
 from pauc_backend.models.auto.table import TrainingTable
 from pauc_backend.models.blocked import first_nonfinite
-from pauc_backend.models.row_table import SpooledRows
+from pauc_backend.models.row_table import RowTable, SpooledRows
 
 __all__ = ["read_training_table"]
 
@@ -54,18 +62,22 @@ def read_training_table(log, vector_rspecifier, spk2utt_rspecifier, draw, in_mem
     in_subset[subset] = np.arange(subset.size)
     store = subset_X = None
     try:
-        for slots, X, keys in listed.vectors(vector_rspecifier):
+        for slots, X, keys, where in listed.vectors(vector_rspecifier, located=True):
             bad = first_nonfinite(X)
             if bad is not None:
                 raise KaldiError("Vector %s in %s contains NaN or Inf"
                                  % (keys[bad], vector_rspecifier))
             if store is None:
                 store, subset_X = _store(log, num_slots, X.shape[1], subset.size,
-                                         in_memory_mb, vector_rspecifier)
+                                         in_memory_mb, vector_rspecifier, where is not None)
             if subset_X is None:
                 store[slots] = X
                 continue
-            store.write(slots, X)
+            if isinstance(store, ArchiveRows) and (where is None
+                                                   or not store.locate(slots, *where)):
+                store = _spool_instead(log, store, vector_rspecifier)
+            if isinstance(store, SpooledRows):
+                store.write(slots, X)
             mine = in_subset[slots]
             kept = mine >= 0
             subset_X[mine[kept]] = X[kept]
@@ -73,7 +85,7 @@ def read_training_table(log, vector_rspecifier, spk2utt_rspecifier, draw, in_mem
             raise KaldiError("No vectors in %s" % vector_rspecifier)
         listed.finish(log, vector_rspecifier)
     except (KaldiError, ValueError) as err:
-        if isinstance(store, SpooledRows):
+        if isinstance(store, RowTable):
             store.close()
         if isinstance(err, KaldiError):
             raise
@@ -104,25 +116,58 @@ def read_training_table(log, vector_rspecifier, spk2utt_rspecifier, draw, in_mem
     table = TrainingTable(X, y.reshape(-1), groups, (rows, text, tuple(map(int, draw))),
                           subset_X)
     table.durations = durations
+    del listed, spk2utt, found, present, utts
+    release_free_memory()       # the keys' memory, before the cross-fitting forks workers
     return table
 
 
-def _store(log, num_rows, dim, subset_rows, in_memory_mb, rspecifier):
+def _store(log, num_rows, dim, subset_rows, in_memory_mb, rspecifier, located):
     """(the table's store, the subset's array or None): an array of ``num_rows`` x ``dim``
-    float32 when it is at most ``in_memory_mb`` MB, else a SpooledRows and the subset's own
-    array."""
+    float32 when it is at most ``in_memory_mb`` MB, else (``located``: the first vectors
+    say where they are in their archive) an ArchiveRows, or a SpooledRows, and the subset's
+    own array."""
     size = 4 * num_rows * dim
     if size <= in_memory_mb * 2 ** 20:
         return np.empty((num_rows, dim), dtype=np.float32), None
     what = "the training vectors of %s" % rspecifier
-    directory = temp_dir(what)
+    if located:
+        log.log("The training table (%d listed vectors x %d: %d MB) is beyond "
+                "--in-memory-mb=%g: its rows are read again from the archives they are in "
+                "when needed (nothing is copied); the cross-fitting subset (%d vectors, %d "
+                "MB) is held" % (num_rows, dim, size >> 20, in_memory_mb, subset_rows,
+                                 (4 * subset_rows * dim) >> 20))
+        return ArchiveRows(num_rows, dim, what), np.empty((subset_rows, dim), np.float32)
     log.log("The training table (%d listed vectors x %d: %d MB) is beyond --in-memory-mb=%g: "
             "spooled to an unlinked temporary file in %s and read back in blocks; the "
             "cross-fitting subset (%d vectors, %d MB) is held" % (
-                num_rows, dim, size >> 20, in_memory_mb, directory, subset_rows,
+                num_rows, dim, size >> 20, in_memory_mb, temp_dir(what), subset_rows,
                 (4 * subset_rows * dim) >> 20))
+    return _spool(num_rows, dim, what), np.empty((subset_rows, dim), dtype=np.float32)
+
+
+def _spool(num_rows, dim, what):
     try:
-        store = SpooledRows(num_rows, dim, what, directory)
+        return SpooledRows(num_rows, dim, what, temp_dir(what))
     except ValueError as err:
         raise KaldiError(str(err)) from None
-    return store, np.empty((subset_rows, dim), dtype=np.float32)
+
+
+def _spool_instead(log, archive, rspecifier):
+    """A SpooledRows holding the rows ``archive`` (an ArchiveRows) located so far, read from
+    their archives; the archive's files closed."""
+    spool = _spool(archive.shape[0], archive.dim, archive.what)
+    log.log("Not every vector of %s is a float-vector record of a regular file (or they are "
+            "in more than %d files): the training table is spooled to an unlinked temporary "
+            "file in %s instead of read again from its archives" % (
+                rspecifier, MAX_FILES, spool.directory))
+    rows = archive.located()
+    try:
+        for start in range(0, rows.size, 8192):
+            part = rows[start:start + 8192]
+            spool.write(part, archive.read_rows(part))
+    except ValueError:
+        spool.close()
+        raise
+    finally:
+        archive.close()
+    return spool

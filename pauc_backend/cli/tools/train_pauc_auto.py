@@ -67,9 +67,10 @@ tool.register("fold-jobs", 0, "With --fold-stage: the number of fold jobs (job J
 tool.register("combine", "", "Directory of the fold jobs' outputs: choose and train the final "
               "back-end from them (instead of cross-fitting here)")
 tool.register("in-memory-mb", 256.0, "Hold a training table of at most this many MB (listed "
-              "vectors x dimension x 4 bytes) in memory; a larger one is spooled to an unlinked "
-              "temporary file in $TMPDIR and read back in blocks (the same model either way; "
-              "0: always spool). Memory: docs/auto-backend.md#memory-by-design", bounds=(">=0",))
+              "vectors x dimension x 4 bytes) in memory; a larger one is read again in blocks "
+              "from its archive files, or, from a pipe or text, spooled to an unlinked "
+              "temporary file in $TMPDIR (the same model either way; 0: never held). Memory: "
+              "docs/auto-backend.md#memory-by-design", bounds=(">=0",))
 
 
 @tool.check

@@ -19,6 +19,7 @@ import numpy as np
 
 from pauc_backend.models.backend_pipeline import float32_mean
 from pauc_backend.models.systems import base_system, dim_free, system
+from pauc_backend.process import release_free_memory
 from pauc_backend.models.crossfit import trial_figures
 
 __all__ = ["fold_task", "run_fold_tasks", "choose_dplda_lambda", "task_systems"]
@@ -42,6 +43,7 @@ def fold_task(cross, stage, dim, k, progress=None):
     cannot be estimated (e.g. more dimensions than vectors); the discriminative PLDA gives
     one column per lambda, "dplda@<lambda>". The fourth item is {trial set: {system:
     scores}} of the in-domain trial sets (models.auto.trialsets)."""
+    release_free_memory()      # in a worker: what its parent freed is not held here too
     systems = task_systems(stage, dim)
     settings, plan = cross.settings, cross
     X, y, t = plan.X, plan.y, plan.trials[k]
@@ -63,9 +65,12 @@ def fold_task(cross, stage, dim, k, progress=None):
             lda = (cross.fold_lda(k, dim) if int(dim) > 0 and not dim_free(attempt)
                    else None)             # every dimension of fold k from one estimation
             adapt = plan.adapt
+            # with n_jobs > 1 the fold's metrics train at once, in threads (a pool's worker
+            # cannot fork): a task alone at the end of a stage uses two cores
             pipe.fit(X, y[train_rows], rows=train_rows, lda=lda,
                      adapt=None if adapt is None else adapt.vectors,
-                     adapt_rows=None if adapt is None else adapt.rows)
+                     adapt_rows=None if adapt is None else adapt.rows,
+                     n_jobs=settings.n_jobs, threads=True)
             break
         except (ValueError, np.linalg.LinAlgError) as err:
             lost = [s for s in attempt if system(base_system(s)).needs_plda]
