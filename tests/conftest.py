@@ -9,7 +9,34 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def _one_blas_thread_in_this_process():
+    """The tests that fit models inside the pytest process (controller and each xdist worker)
+    run with one BLAS thread, as our tools do (pauc_backend/cli/framework/entry.py). Two workers
+    on two cores each with OpenBLAS's default of one thread per core spin-wait against each
+    other: AutoBackend on 12 TIMIT speakers took 54.7 s of CPU with the default and 1.9 s with
+    one thread, at load 17 (2026-11-28). OpenBLAS reads the variables once, when it is loaded,
+    and numpy and scipy each load their own copy; so they are set (where unset) only while
+    numpy and scipy.linalg are first imported, then os.environ is as the user had it again:
+    the tools and programs the tests start see the caller's environment, unchanged."""
+    if "numpy" in sys.modules or "scipy.linalg" in sys.modules:
+        return  # loaded before this file (a plugin): their thread counts are already fixed
+    unset = [name for name in BLAS_THREAD_VARIABLES if name not in os.environ]
+    for name in unset:
+        os.environ[name] = "1"
+    try:
+        import numpy  # noqa: F401
+        import scipy.linalg  # noqa: F401
+    finally:
+        for name in unset:
+            del os.environ[name]
+
+
+_one_blas_thread_in_this_process()
+
+import pytest  # noqa: E402
 from hypothesis import HealthCheck, settings
 
 # The one helper for missing prerequisites (skip; a failure under CI=true) and the CI=true hooks
@@ -37,6 +64,17 @@ def tool_env():
     env = dict(os.environ)
     env["PATH"] = str(BIN) + os.pathsep + env.get("PATH", "")
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def python_example_env():
+    """tool_env() for a Python program of ours that is not a tool (a README example): one BLAS
+    thread where the caller set none, as each tool runs; with the default (a thread per core)
+    its BLAS threads and the other xdist worker's spin-wait against each other on two cores
+    (the README's first example: 20 s of CPU at load 17)."""
+    env = tool_env()
+    for name in BLAS_THREAD_VARIABLES:
+        env.setdefault(name, "1")
     return env
 
 
