@@ -122,18 +122,19 @@ def etri():
 # ``--dist loadfile`` (pyproject's addopts) each module runs whole on one worker, so its
 # module-scoped fixtures (a recipe run, an egs directory) are built once; starting the long
 # modules first keeps the two workers busy to the end instead of leaving one long module last.
-SLOW_MODULES = (     # (seconds of the longest tests of each, 2026-11-26, load ~2.5)
-    "tests/recipes/test_kaldi_egs_recipes.py",   # ~190: sre16 and sitw egs with our twins
-    "tests/recipes/test_demo_recipe.py",         # ~170
-    "tests/recipes/test_kaldi_egs_real.py",      # ~150: the same egs with the real Kaldi
-    "tests/recipes/test_timit_recipe.py",        # ~110
-    "tests/test_readme.py",    # ~130 in all at load 6-7 (2026-11-27): quick start, docs, examples
-    "tests/recipes/test_etri_recipe.py",
-    "tests/cli/test_pauc_auto_workers.py",
-    "tests/cli/test_pauc_auto_fold_jobs.py",
-    "tests/interop/test_cross_feed.py",
-    "tests/recipes/test_voxceleb_recipe.py",
-    "tests/recipes/test_recipe_auto_stage.py",
+SLOW_MODULES = (     # (CPU seconds of each, every process it started; 2026-11-28, load 5-17)
+    "tests/recipes/test_kaldi_egs_recipes.py",   # 130: sre16 and sitw egs with our twins
+    "tests/recipes/test_kaldi_egs_real.py",      # 118: the same egs with the real Kaldi
+    "tests/recipes/test_demo_recipe.py",         # 82
+    "tests/recipes/test_timit_recipe.py",        # 77
+    "tests/recipes/test_etri_recipe.py",         # 49
+    "tests/cli/test_pauc_auto_fold_jobs.py",     # 38
+    "tests/cli/test_pauc_auto_workers.py",       # 36
+    "tests/interop/test_cross_feed.py",          # 28
+    "tests/recipes/test_voxceleb_recipe.py",     # 23
+    "tests/test_readme.py",                      # 22: quick start, docs, examples
+    "tests/cli/test_output_commit.py",           # 16
+    "tests/recipes/test_recipe_auto_stage.py",   # 12
 )
 
 
