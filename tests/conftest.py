@@ -19,10 +19,9 @@ def _one_blas_thread_in_this_process():
     other: AutoBackend on 12 TIMIT speakers took 54.7 s of CPU with the default and 1.9 s with
     one thread, at load 17 (2026-11-28). OpenBLAS reads the variables once, when it is loaded,
     and numpy and scipy each load their own copy; so they are set (where unset) only while
-    numpy and scipy.linalg are first imported, then os.environ is as the user had it again:
-    the tools and programs the tests start see the caller's environment, unchanged."""
-    if "numpy" in sys.modules or "scipy.linalg" in sys.modules:
-        return  # loaded before this file (a plugin): their thread counts are already fixed
+    numpy and scipy.linalg are first imported (one a plugin loaded before this file keeps its
+    count), then os.environ is as the user had it again: the tools and programs the tests
+    start see the caller's environment, unchanged."""
     unset = [name for name in BLAS_THREAD_VARIABLES if name not in os.environ]
     for name in unset:
         os.environ[name] = "1"
