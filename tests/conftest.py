@@ -9,7 +9,33 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def _one_blas_thread_in_this_process():
+    """The tests that fit models inside the pytest process (controller and each xdist worker)
+    run with one BLAS thread, as our tools do (pauc_backend/cli/framework/entry.py). Two workers
+    on two cores each with OpenBLAS's default of one thread per core spin-wait against each
+    other: AutoBackend on 12 TIMIT speakers took 54.7 s of CPU with the default and 1.9 s with
+    one thread, at load 17 (2026-11-28). OpenBLAS reads the variables once, when it is loaded,
+    and numpy and scipy each load their own copy; so they are set (where unset) only while
+    numpy and scipy.linalg are first imported (one a plugin loaded before this file keeps its
+    count), then os.environ is as the user had it again: the tools and programs the tests
+    start see the caller's environment, unchanged."""
+    unset = [name for name in BLAS_THREAD_VARIABLES if name not in os.environ]
+    for name in unset:
+        os.environ[name] = "1"
+    try:
+        import numpy  # noqa: F401
+        import scipy.linalg  # noqa: F401
+    finally:
+        for name in unset:
+            del os.environ[name]
+
+
+_one_blas_thread_in_this_process()
+
+import pytest  # noqa: E402
 from hypothesis import HealthCheck, settings
 
 # The one helper for missing prerequisites (skip; a failure under CI=true) and the CI=true hooks
@@ -38,6 +64,17 @@ def tool_env():
     env = dict(os.environ)
     env["PATH"] = str(BIN) + os.pathsep + env.get("PATH", "")
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def python_example_env():
+    """tool_env() for a Python program of ours that is not a tool (a README example): one BLAS
+    thread where the caller set none, as each tool runs; with the default (a thread per core)
+    its BLAS threads and the other xdist worker's spin-wait against each other on two cores
+    (the README's first example: 20 s of CPU at load 17)."""
+    env = tool_env()
+    for name in BLAS_THREAD_VARIABLES:
+        env.setdefault(name, "1")
     return env
 
 
@@ -85,18 +122,19 @@ def etri():
 # ``--dist loadfile`` (pyproject's addopts) each module runs whole on one worker, so its
 # module-scoped fixtures (a recipe run, an egs directory) are built once; starting the long
 # modules first keeps the two workers busy to the end instead of leaving one long module last.
-SLOW_MODULES = (     # (seconds of the longest tests of each, 2026-11-26, load ~2.5)
-    "tests/recipes/test_kaldi_egs_recipes.py",   # ~190: sre16 and sitw egs with our twins
-    "tests/recipes/test_demo_recipe.py",         # ~170
-    "tests/recipes/test_kaldi_egs_real.py",      # ~150: the same egs with the real Kaldi
-    "tests/recipes/test_timit_recipe.py",        # ~110
-    "tests/test_readme.py",    # ~130 in all at load 6-7 (2026-11-27): quick start, docs, examples
-    "tests/recipes/test_etri_recipe.py",
-    "tests/cli/test_pauc_auto_workers.py",
-    "tests/cli/test_pauc_auto_fold_jobs.py",
-    "tests/interop/test_cross_feed.py",
-    "tests/recipes/test_voxceleb_recipe.py",
-    "tests/recipes/test_recipe_auto_stage.py",
+SLOW_MODULES = (     # (CPU seconds of each, every process it started; 2026-11-28, load 5-17)
+    "tests/recipes/test_kaldi_egs_recipes.py",   # 130: sre16 and sitw egs with our twins
+    "tests/recipes/test_kaldi_egs_real.py",      # 118: the same egs with the real Kaldi
+    "tests/recipes/test_demo_recipe.py",         # 82
+    "tests/recipes/test_timit_recipe.py",        # 77
+    "tests/recipes/test_etri_recipe.py",         # 49
+    "tests/cli/test_pauc_auto_fold_jobs.py",     # 38
+    "tests/cli/test_pauc_auto_workers.py",       # 36
+    "tests/interop/test_cross_feed.py",          # 28
+    "tests/recipes/test_voxceleb_recipe.py",     # 23
+    "tests/test_readme.py",                      # 22: quick start, docs, examples
+    "tests/cli/test_output_commit.py",           # 16
+    "tests/recipes/test_recipe_auto_stage.py",   # 12
 )
 
 

@@ -21,7 +21,7 @@ import sys
 
 import pytest
 
-from conftest import REPO, tool_env
+from conftest import REPO, python_example_env, tool_env
 from doc_blocks import (DOCS, README, command_problems, commands, fenced_blocks,
                         make_docs_corpus, make_quickstart_corpus)
 
@@ -33,8 +33,9 @@ def python_blocks(path):
 def test_readme_python_example_runs_as_written(tmp_path):
     blocks = python_blocks(README)
     assert len(blocks) == 2
-    proc = subprocess.run([sys.executable, "-c", blocks[0]], cwd=tmp_path, env=tool_env(),
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.run([sys.executable, "-c", blocks[0]], cwd=tmp_path,
+                          env=python_example_env(), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE)
     assert proc.returncode == 0, proc.stderr.decode()
     eer, pauc = map(float, re.fullmatch(rb"EER ([\d.]+) %  pAUC\[0,0.01\] ([\d.]+)\n",
                                         proc.stdout).groups())
@@ -45,8 +46,9 @@ def test_readme_auto_backend_example_runs_as_written(tmp_path):
     """The automatic back-end's example: fit (quick setting, with an adaptation set),
     write_model_dir, read_model_dir returning (model, card), score (issue 28)."""
     block = python_blocks(README)[1]
-    proc = subprocess.run([sys.executable, "-c", block], cwd=tmp_path, env=tool_env(),
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.run([sys.executable, "-c", block], cwd=tmp_path,
+                          env=python_example_env(), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE)
     assert proc.returncode == 0, proc.stderr.decode()
     first, second = proc.stdout.decode().splitlines()
     system = first.split()[1]
@@ -131,7 +133,7 @@ def test_docs_page_blocks_run_as_written(docs_corpus, tmp_path, page):
             out += run_shell(block.body, tmp_path)[0]
         else:
             proc = subprocess.run([sys.executable, "-c", block.body], cwd=tmp_path,
-                                  env=tool_env(), stdout=subprocess.PIPE,
+                                  env=python_example_env(), stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE)
             assert proc.returncode == 0, proc.stderr.decode()
     for name in DOCS_OUTPUTS[page]:

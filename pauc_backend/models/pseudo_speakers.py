@@ -44,7 +44,6 @@ demo's corpus with other seeds, a TIMIT split):
 """
 
 import numpy as np
-from scipy.cluster import hierarchy
 
 __all__ = ["PseudoSpeakers", "cosine_similarity", "plda_similarity", "stopping_threshold",
            "labelled_pair_scores", "pseudo_speaker_folds", "blend_plda", "STOPPING_RULES"]
@@ -301,6 +300,7 @@ class PseudoSpeakers:
             raise ValueError("every pair of vectors has the same similarity (identical or "
                              "degenerate vectors): nothing to cluster")
         self.threshold_ = self._threshold(training_scores, condensed, top, rng)
+        from scipy.cluster import hierarchy   # slow to import (0.3 s): only the clustering needs it
         tree = hierarchy.linkage(condensed, method="average")
         if self.threshold_ is not None:
             flat = hierarchy.fcluster(tree, t=top - self.threshold_, criterion="distance")

@@ -34,6 +34,22 @@ def data(tmp_path_factory):
     return d
 
 
+@pytest.fixture(scope="module")
+def three_jobs(data, tmp_path_factory):
+    """Stages 1 and 2 of the default options as three fold jobs: the outputs the tests of
+    --combine's refusals start from (each test works on its own copy: ``folds_of``)."""
+    folds = tmp_path_factory.mktemp("three_jobs") / "folds"
+    for stage in (1, 2):
+        run_stage(data, folds, stage, 3)
+    return folds
+
+
+def folds_of(three_jobs, tmp_path):
+    folds = tmp_path / "folds"
+    shutil.copytree(three_jobs, folds)
+    return folds
+
+
 def train(d, out, *extra, spk2utt="spk2utt"):
     return run_tool("train-pauc-auto", *OPTS, *extra, "ark:%s" % (d / "train.ark"),
                     "ark:%s" % (d / spk2utt), out)
@@ -144,10 +160,9 @@ def test_each_job_does_its_folds_and_stage_two_cross_fits_at_the_screened_dimens
     assert (folds / "stage2.fold1" / ("scores.%d" % work["dims"][0])).is_file()
 
 
-def test_a_missing_fold_is_one_error_naming_it_and_no_model_is_written(data, tmp_path):
-    folds = tmp_path / "folds"
-    for stage in (1, 2):
-        run_stage(data, folds, stage, 3)
+def test_a_missing_fold_is_one_error_naming_it_and_no_model_is_written(data, three_jobs,
+                                                                        tmp_path):
+    folds = folds_of(three_jobs, tmp_path)
     shutil.rmtree(folds / "stage2.fold2")
     proc = train(data, tmp_path / "model", "--combine=%s" % folds)
     assert proc.returncode == 255
@@ -168,10 +183,8 @@ def test_stage_two_before_every_fold_of_stage_one_is_an_error(data, tmp_path):
     assert not (folds / "stage2.fold1").exists()
 
 
-def test_outputs_of_other_options_or_data_are_refused(data, tmp_path):
-    folds = tmp_path / "folds"
-    for stage in (1, 2):
-        run_stage(data, folds, stage, 3)
+def test_outputs_of_other_options_or_data_are_refused(data, three_jobs, tmp_path):
+    folds = folds_of(three_jobs, tmp_path)
     proc = train(data, tmp_path / "model", "--combine=%s" % folds, "--seed=1")
     assert proc.returncode == 255
     (line,) = errors(proc)
@@ -186,10 +199,9 @@ def test_outputs_of_other_options_or_data_are_refused(data, tmp_path):
     assert files(tmp_path / "model") == files(data / "single")
 
 
-def test_a_stage_two_output_from_other_stage_one_outputs_is_refused(data, tmp_path):
-    folds = tmp_path / "folds"
-    for stage in (1, 2):
-        run_stage(data, folds, stage, 3)
+def test_a_stage_two_output_from_other_stage_one_outputs_is_refused(data, three_jobs,
+                                                                      tmp_path):
+    folds = folds_of(three_jobs, tmp_path)
     info_path = folds / "stage2.fold3/info.json"
     info = json.loads(info_path.read_text())
     other = 6 if info["work"]["dims"] == [10] else 10
