@@ -16,7 +16,7 @@ ALLOWED = {
     "errors": set(), "process": {"errors"}, "heartbeat": set(), "workers": set(),
     "kaldi_io": {"errors", "process", ""},
     "metrics": set(),
-    "models": {"metrics", "heartbeat", "workers"},
+    "models": {"metrics", "heartbeat", "workers", "process"},
     "datasets": set(),
     "persist": {"errors", "kaldi_io", "models", "metrics"},
     "plotting": {"errors", "kaldi_io", "metrics"},

@@ -230,6 +230,7 @@ score_all() {
   if $auto; then     # raw vectors: the model directory holds its own mean, LDA and PLDA
     local durations=     # the sides' seconds, for a model whose calibration kept them
     [ -f $exp/${enroll}_durations ] && [ -f $data/$test/utt2dur ] && \
+      grep -q '^quality_measures .*duration' $exp/pauc_auto/system.txt && \
       durations="--enroll-duration=ark:$exp/${enroll}_durations --test-duration=ark:$data/$test/utt2dur"
     background $train_cmd $exp/log/score_pauc_auto_$enroll.log \
       score-pauc-auto --num-utts=ark:$exp/${enroll}_num_utts.ark $durations $exp/pauc_auto \

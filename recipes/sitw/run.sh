@@ -301,6 +301,7 @@ if $auto && [ $stage -le 16 ] && [ $stop_stage -ge 16 ]; then
   cp $auto_dir/scores/pauc_auto $scores_dir/sitw_dev_core_scores_pauc_auto || exit 1
   eval_dur=
   [ ${#score_dur[@]} -eq 4 ] && \
+    grep -q '^quality_measures .*duration' $auto_dir/pauc_auto/system.txt && \
     eval_dur="--enroll-duration=ark:${score_dur[2]} --test-duration=ark:${score_dur[3]}"
   $train_cmd $auto_dir/log/score_pauc_auto_eval.log \
     score-pauc-auto --num-utts=ark:$nnet_dir/xvectors_sitw_eval_enroll/num_utts.ark $eval_dur \

@@ -245,6 +245,8 @@ if $auto && [ $stage -le 15 ] && [ $stop_stage -ge 15 ]; then
   awk -v script="$0" '$1 == "system" || $1 == "system_title" || $1 == "lda_dim" || $1 ~ /^heldout_(pauc|eer|min_dcf)$/ {
       line = line (line == "" ? "" : ", ") $1 " " substr($0, length($1) + 2) }
     END { print script ": chosen: " line }' $train/pauc_auto/system.txt || exit 1
+  # the durations only for a model whose calibration kept them (else a WARNING says so)
+  grep -q '^quality_measures .*duration' $train/pauc_auto/system.txt || score_dur=()
   for list in $trials; do
     score_split $list pauc_auto score-pauc-auto "${score_dur[@]}" $train/pauc_auto \
       scp:$test/xvector.scp scp:$test/xvector.scp TRIALS SCORES || exit 1

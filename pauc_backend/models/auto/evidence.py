@@ -28,15 +28,17 @@ candidate the source cannot rate has ``None``.
 
 Trust (``trust``): before a source rates anything, it must separate speakers. A source is
 not used to choose when EVERY candidate it rates, its cosine baselines (raw cosine; the cosine
-of centred vectors at LDA none) included, has an EER of ``NEAR_CHANCE_EER`` (0.35) or more
+of centred vectors at LDA none) included, has an EER of ``NEAR_CHANCE_EER`` (0.40) or more
 there: such a source rates every candidate near chance (0.5), so its differences say nothing.
 The baselines' figure alone does not decide: on data where a nuisance direction swamps both
 cosines a PLDA can still separate the speakers, and the source is sound
 (tests/models/test_auto_backend_reference.py). Measured, for the record: the best candidate
 on the training folds of the synthetic demo corpus, ETRI and TIMIT is at 0.02-0.06; raw /
 centred cosine there 0.28-0.31 / 0.07-0.13 (synthetic), 0.16 (ETRI's male speakers, raw),
-0.03-0.05 (TIMIT); the held-out folds of the previous design's covariance move (models.auto.
-adapt says why it went) put EVERY candidate at 0.38-0.45.
+0.03-0.05 (TIMIT); on a hard synthetic corpus (tests/models/test_auto_backend_budget.py's, 18
+speakers cross-fitted) raw cosine and PLDA are at 0.33-0.36 and still rank honestly, so the
+bound sits above them; the held-out folds of the previous design's covariance move (models.
+auto.adapt says why it went) put EVERY candidate at 0.38-0.45.
 """
 
 import math
@@ -54,7 +56,7 @@ IN_DOMAIN = (DEV_TRIALS, PSEUDO_TRIALS)      # the user's domain, most trusted f
 SOURCES = (DEV_TRIALS, PSEUDO_TRIALS, TRAINING_FOLDS)     # in the order they rate
 PREFIX = {TRAINING_FOLDS: "heldout", PSEUDO_TRIALS: "pseudo", DEV_TRIALS: "dev"}
 ESTIMATES = ("folds", "bootstrap")
-NEAR_CHANCE_EER = 0.35
+NEAR_CHANCE_EER = 0.40
 
 
 @dataclass(frozen=True)

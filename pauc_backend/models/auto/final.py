@@ -234,7 +234,7 @@ def calibrate(inputs, data, reporter):
     models.auto.qmf keeps (module doc): (fusion, names of the measures, norm median or None,
     lines for system.txt)."""
     s = inputs.settings
-    reporter.note(where="final fusion/calibration")
+    reporter.note(where="fusion weights of the chosen system, on the %s" % data["what"])
     have = data["durations"] is not None
     setting = s.quality_measures
     if data["source"] == TRAINING_FOLDS and setting == "auto":
