@@ -35,8 +35,13 @@ the score, not affine, and ``to_linear_calibration`` refuses it).
 Degenerate data raise ValueError: non-finite or fewer than ``MIN_SCORES`` scores, all scores
 equal, and data one Gaussian describes as well: the two-component fit must beat the
 one-Gaussian fit by BIC (Hyperion's ``use_bic`` test in ``DiarAHCPLDA``: mean log-likelihood
-gain per score above (extra parameters) log(n) / (2 n)), and neither component may hold less
-than one score's weight.
+gain per score above (extra parameters) log(n) / (2 n); EM may also end where the two
+components coincide, a gain of 0), and neither component may hold less than one score's
+weight. ``max_prior`` (0.5; None: no limit, as the originals) refuses a fit whose component
+of higher mean holds more than that share of the scores: among pairs of a set of more than
+two speakers the targets are a minority, and such a fit models the shape of the non-target
+scores instead (a skewed bulk: benchmarks/RESULTS_calibration_anchors.md, PLDA scores of
+ETRI's adaptation pairs, fitted priors 0.6-0.94 where about 0.02 of the pairs are targets).
 
 EM runs on the scores standardised by their mean and standard deviation (the parameters are
 mapped back), with a variance floor of ``var_floor`` times the scores' variance; both start
@@ -110,7 +115,8 @@ class GaussianMixtureCalibration:
     target component), ``prior`` (None: the target weight is estimated, as both originals do;
     a float in (0, 1): held at that value), ``covariance`` ("tied": shared variance, affine
     LLR; "separate"), ``max_iter``, ``tol`` (on the mean log-likelihood per score of the
-    standardised scores), ``var_floor`` (relative to the scores' variance).
+    standardised scores), ``var_floor`` (relative to the scores' variance), ``max_prior``
+    (None or the largest target weight accepted).
 
     Fitted: ``mean_target_``, ``mean_nontarget_``, ``var_target_``, ``var_nontarget_`` (equal
     when tied), ``prior_`` (the target weight), ``weights_`` / ``offset_`` (the affine LLR,
@@ -121,7 +127,7 @@ class GaussianMixtureCalibration:
     """
 
     def __init__(self, init="hyperion", init_prior=0.5, prior=None, covariance="tied",
-                 max_iter=500, tol=1e-9, var_floor=1e-3):
+                 max_iter=500, tol=1e-9, var_floor=1e-3, max_prior=0.5):
         self.init = init
         self.init_prior = init_prior
         self.prior = prior
@@ -129,6 +135,7 @@ class GaussianMixtureCalibration:
         self.max_iter = max_iter
         self.tol = tol
         self.var_floor = var_floor
+        self.max_prior = max_prior
 
     def _check_params(self):
         if self.init not in INITS:
@@ -136,7 +143,8 @@ class GaussianMixtureCalibration:
         if self.covariance not in COVARIANCES:
             raise ValueError("covariance must be one of %s (got %r)"
                              % (", ".join(COVARIANCES), self.covariance))
-        for name in ("init_prior",) + (("prior",) if self.prior is not None else ()):
+        optional = tuple(n for n in ("prior", "max_prior") if getattr(self, n) is not None)
+        for name in ("init_prior",) + optional:
             value = getattr(self, name)
             if not 0.0 < float(value) < 1.0:
                 raise ValueError("%s must lie strictly between 0 and 1 (got %r)"
@@ -239,6 +247,11 @@ class GaussianMixtureCalibration:
                 "one Gaussian describes the %d scores as well as two (BIC gain %.3g per "
                 "score <= 0): there is no target component to calibrate on"
                 % (n, self.bic_gain_))
+        if self.max_prior is not None and w > float(self.max_prior):
+            raise ValueError(
+                "the component of higher mean holds %.3g of the %d scores (more than "
+                "max_prior %g): it models the bulk of the scores, not a minority of targets"
+                % (w, n, float(self.max_prior)))
         self.mean_target_ = centre + scale * float(means[0])
         self.mean_nontarget_ = centre + scale * float(means[1])
         self.var_target_ = scale ** 2 * float(variances[0])

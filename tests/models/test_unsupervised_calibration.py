@@ -158,6 +158,7 @@ def test_bad_scores_are_value_errors(bad, message):
     (dict(init="kmeans"), "init must be"), (dict(covariance="full"), "covariance must be"),
     (dict(prior=1.0), "prior must lie"), (dict(init_prior=0.0), "init_prior must lie"),
     (dict(max_iter=0), "max_iter"), (dict(tol=-1.0), "tol"), (dict(var_floor=0.0), "var_floor"),
+    (dict(max_prior=1.5), "max_prior must lie"),
 ])
 def test_bad_parameters_are_value_errors(params, message):
     s = two_gaussians(8, 1000, 0.2, 3.0, 0.0)
@@ -217,3 +218,18 @@ def test_the_reported_log_likelihood_is_the_fitted_mixture_density_of_the_scores
     np.testing.assert_allclose(
         m.transform(s), np.log(density(m.mean_target_, m.var_target_))
         - np.log(density(m.mean_nontarget_, m.var_nontarget_)), rtol=1e-9, atol=1e-9)
+
+
+def test_a_majority_upper_component_is_refused_unless_max_prior_allows_it():
+    """0.8 N(0, 1) + 0.2 N(-3, 1): the component of higher mean holds 0.8 of the scores, a
+    bulk with a lower tail, not a minority of targets; max_prior=None keeps the fit. (VBx's
+    start finds the split; Hyperion's, at the maximum score, ends where the two components
+    coincide, also refused.)"""
+    s = two_gaussians(10, 50000, 0.8, 0.0, -3.0)
+    with pytest.raises(ValueError, match=r"holds 0\.[78]\d* of the 50000 scores"):
+        GaussianMixtureCalibration(init="vbx").fit(s)
+    with pytest.raises(ValueError, match="as well as two"):
+        GaussianMixtureCalibration(init="hyperion").fit(s)
+    model = GaussianMixtureCalibration(init="vbx", max_prior=None).fit(s)
+    assert model.prior_ == pytest.approx(0.8, rel=0.05)
+    assert model.mean_target_ == pytest.approx(0.0, abs=0.05)
