@@ -63,6 +63,8 @@ def test_demo_test_vectors_warn_once_naming_adapt_and_not_after_adapt(demo, tmp_
     assert warnings[0].startswith("The scored vectors look out of the training domain: their "
                                   "mean lies ")
     assert "train-pauc-auto --adapt=" in warnings[0]
+    # the scores are LLRs calibrated on training-domain trials: the warning says so
+    assert "calibration was learned on training-domain trials" in warnings[0]
     shift = float(re.search(r"mean lies ([0-9.]+) ", warnings[0]).group(1))
     assert shift > 0.4
     # the remedy: the same vectors against a back-end given the unlabelled adapt/ set

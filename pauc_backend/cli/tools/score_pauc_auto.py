@@ -87,8 +87,10 @@ def check_domain(log, model, model_dir, E, T, adapted=False):
                   "or check that these are the vectors you meant to score")
     else:
         where = "the training domain"
-        remedy = ("retrain with train-pauc-auto --adapt=<unlabelled vectors of their domain> "
-                  "(the centring mean and an adapted PLDA from them)")
+        remedy = ("the scores' calibration was learned on training-domain trials and need "
+                  "not hold for them (docs/auto-backend.md, 'The final model'); retrain with "
+                  "train-pauc-auto --adapt=<unlabelled vectors of their domain> (the centring "
+                  "mean, an adapted PLDA and a calibration from them)")
     if not warn_if_out_of_domain(log, shift, "scored vectors", remedy, where):
         log.log("Domain check: %s" % describe_shift(shift))
 
