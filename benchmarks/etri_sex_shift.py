@@ -45,7 +45,6 @@ plumbing check, not the figures to report).
 import argparse
 import datetime
 import os
-import subprocess
 import sys
 import time
 
@@ -60,6 +59,7 @@ from pauc_backend.models.auto.dev import DevTrials  # noqa: E402
 from pauc_backend.models.backend_pipeline import BackendPipeline  # noqa: E402
 from pauc_backend.models.crossfit import trial_figures  # noqa: E402
 from pauc_backend.metrics.llr import act_dcf  # noqa: E402
+from run_info import commit, load  # noqa: E402
 
 ETRI = os.path.join(HERE, os.pardir, os.pardir, "shared", "realdata", "etri")
 
@@ -121,21 +121,6 @@ def auto_scorer(model):
     def score(models, counts, test, e, t):
         return model.score(models, test, e, t, counts)
     return score
-
-
-def load():
-    try:
-        return subprocess.run(["uptime"], stdout=subprocess.PIPE).stdout.decode().strip()
-    except OSError:
-        return "uptime unavailable"
-
-
-def commit():
-    try:
-        return subprocess.run(["git", "-C", HERE, "rev-parse", "--short", "HEAD"],
-                              stdout=subprocess.PIPE).stdout.decode().strip()
-    except OSError:
-        return "?"
 
 
 def main(argv=None):

@@ -104,12 +104,9 @@ def det_figure(systems, p_target=0.01, c_miss=1, c_fa=1, title=None):
         set_lim(ndtri(low), ndtri(high))
     diagonal = ndtri(max(low_x, low_y)), ndtri(high)
     ax.plot(diagonal, diagonal, ":", color="0.6", lw=0.8)
-    ax.set_xlabel(DET_LABELS[0])
-    ax.set_ylabel(DET_LABELS[1])
-    ax.grid(True, color="0.85")
-    ax.set_title(title or "DET curve")
-    _legend_below(ax, title="o: EER point, \u25a1: minDCF (p-target %g)" % p_target,
-                  title_fontsize="small")
+    _finish_axes(ax, DET_LABELS, title or "DET curve",
+                 title="o: EER point, \u25a1: minDCF (p-target %g)" % p_target,
+                 title_fontsize="small")
     return fig
 
 
@@ -133,11 +130,7 @@ def roc_figure(systems, alpha=0.0, beta=0.01, title=None):
     ax.set_xscale("log")
     ax.set_xlim(low, 1)
     ax.set_ylim(0, 1.01)
-    ax.set_xlabel(ROC_LABELS[0])
-    ax.set_ylabel(ROC_LABELS[1])
-    ax.grid(True, color="0.85")
-    ax.set_title(title or "ROC curve")
-    _legend_below(ax)
+    _finish_axes(ax, ROC_LABELS, title or "ROC curve")
     return fig
 
 
@@ -166,11 +159,7 @@ def nber_figure(systems, p_targets=(), c_miss=1.0, c_fa=1.0, prior_log_odds=None
                     textcoords="offset points", fontsize="x-small", color="0.4")
     ax.set_xlim(float(grid[0]), float(grid[-1]))
     ax.set_ylim(0, NBER_YMAX)
-    ax.set_xlabel(NBER_LABELS[0])
-    ax.set_ylabel(NBER_LABELS[1])
-    ax.grid(True, color="0.85")
-    ax.set_title(title or "Normalised Bayes error rate")
-    _legend_below(ax)
+    _finish_axes(ax, NBER_LABELS, title or "Normalised Bayes error rate")
     return fig
 
 
@@ -219,6 +208,16 @@ def choice_figure(rows, title=None):
 
 def plot_choice(rows, wxfilename, title=None):
     _save(choice_figure(rows, title), wxfilename)
+
+
+def _finish_axes(ax, labels, heading, **legend):
+    """The axis labels (x, y), a light grid, the ``heading`` and the legend below the axes
+    (``legend``: _legend_below's keywords, e.g. the legend's own title)."""
+    ax.set_xlabel(labels[0])
+    ax.set_ylabel(labels[1])
+    ax.grid(True, color="0.85")
+    ax.set_title(heading)
+    _legend_below(ax, **legend)
 
 
 def _legend_below(ax, **kwargs):
