@@ -20,15 +20,24 @@ models.calibration.LinearFusion at prior 0.01, regularisation 1e-6, the back-end
 
 (a)  the training folds: 5 speaker folds of the male set; each fold's system trained on the
      other folds, its held-out speakers enrolled by the mean of 3 vectors against their
-     other vectors (models.crossfit.HeldOutTrials, enroll_utts 3), the fold moved into the
-     adaptation set's domain and playing the adaptation set, as train-pauc-auto --adapt does
-     (models.auto.adapt.coral_map); (a0) the same folds not moved;
-(b)  the held-out pseudo-speaker trials (models.auto.pseudo: cluster, folds_of, fold_trials;
-     pseudo_pooled of fold k trained without fold k's pseudo-speakers), what the back-end
-     does when its pseudo-speaker stage picks a winner (each pseudo-speaker enrolled by the
-     mean of up to 3 of its vectors, whatever the evaluation's design); (b1) the same folds'
-     and models' scores of at most 100,000 sampled pairs of single vectors per fold, labelled
-     by the clusters (the design of TIMIT's and VoxCeleb's trials);
+     other vectors (models.crossfit.HeldOutTrials, enroll_utts 3), moved into the
+     adaptation set's domain as train-pauc-auto --adapt does now: the fold's system centred
+     on, and adapted to, the whole adaptation set (as the final system), the held-out
+     vectors translated by m_a - m_k (the adaptation mean minus the mean of the vectors the
+     fold's system trains on: models.auto.adapt.AdaptationSet.fold_shift; a translation
+     only, no covariance map); (a0) the same folds not moved, the held-out vectors playing
+     the adaptation set (centring, PLDA adaptation);
+(b)  the held-out pseudo-speaker trials (models.auto.pseudo.build: the clustering, the 2
+     speaker-disjoint pseudo-speaker folds and trial_set's trials, enroll_utts 3, all of
+     them), what the back-end does when its pseudo-speaker stage picks a winner (each
+     pseudo-speaker enrolled by the mean of up to 3 of its vectors, whatever the
+     evaluation's design): fold k's trials scored (pseudo._scores) by the system trained
+     with the pseudo-labels PseudoSpeakers.training_labels(k) (pseudo_pooled: without fold
+     k's pseudo-speakers) and centred on, and adapted to, the adaptation set without fold
+     k's vectors (PseudoSpeakers.parts / without, as models.auto.folds.SetScorer does);
+     (b1) the same folds' and models' scores of at most max-pairs / 2 uniformly sampled
+     pairs of single vectors per fold (sample_pairs), labelled by the clusters (the design
+     of TIMIT's and VoxCeleb's trials);
 (c)  models.unsupervised_calibration's two-Gaussian mixture (shared variance, fitted prior,
      EM to convergence, Hyperion's start) on the system's scores of at most 200,000 pairs of
      adaptation vectors (sample_pairs; single vector against single vector); (c20): Hyperion
@@ -74,7 +83,6 @@ anchors.md] [--corpora=etri,timit] [--max-pairs=200000]
 import argparse
 import datetime
 import os
-import subprocess
 import sys
 import time
 
@@ -89,13 +97,14 @@ from pauc_backend.kaldi_io import read_token_table, read_vector_table  # noqa: E
 from pauc_backend.metrics.error_rates import kaldi_eer_sorted  # noqa: E402
 from pauc_backend.metrics.llr import act_dcf, cllr, min_cllr  # noqa: E402
 from pauc_backend.models.auto import pseudo  # noqa: E402
-from pauc_backend.models.auto.adapt import apply_map, coral_map  # noqa: E402
+from pauc_backend.models.auto.adapt import AdaptationSet  # noqa: E402
 from pauc_backend.models.auto.params import DEFAULT_LDA_DIMS  # noqa: E402
 from pauc_backend.models.backend_pipeline import BackendPipeline, float32_mean  # noqa: E402
 from pauc_backend.models.calibration import LinearFusion  # noqa: E402
 from pauc_backend.models.crossfit import HeldOutTrials, speaker_folds, trial_figures  # noqa
 from pauc_backend.models.unsupervised_calibration import (  # noqa: E402
     GaussianMixtureCalibration, sample_pairs)
+from run_info import commit, load  # noqa: E402
 
 TIMIT = os.path.join(HERE, os.pardir, os.pardir, "shared", "realdata", "timit-ge2e")
 PRIOR, REGULARIZATION, SEED, FOLDS, RESAMPLES = 0.01, 1e-6, 0, 5, 200
@@ -103,7 +112,7 @@ PRIOR, REGULARIZATION, SEED, FOLDS, RESAMPLES = 0.01, 1e-6, 0, 5, 200
 MARKER = "<!-- reading: written by hand, kept by reruns -->"
 
 CALIBRATIONS = [
-    ("folds", "(a) training folds (under a shift: moved into the adaptation domain)"),
+    ("folds", "(a) training folds (under a shift: translated by m_a - m_k)"),
     ("folds_unmoved", "(a0) training folds, not moved"),
     ("pseudo", "(b) pseudo-speaker trials, enrolled by <= 3 vectors (cluster labels)"),
     ("pseudo_pairs", "(b1) pseudo-speaker pairs, single vs single (cluster labels)"),
@@ -196,42 +205,64 @@ def calibrated_figures(cal, scores, target, raw):
 # -- ETRI ----------------------------------------------------------------------------------------
 
 def etri_systems(Xm, ym, Xf, clustering, lda_dim):
-    """{name: function(train rows, centring/adaptation vectors, pseudo labels or None) ->
-    scorer}: each system trained on Xm[rows]."""
-    arows = np.arange(Xf.shape[0])
-
+    """{name: function(train rows, centring/adaptation vectors A, pseudo-labels of A or None)
+    -> fitted BackendPipeline}: each system trained on Xm[rows]; pseudo_pooled with the
+    pseudo-labels given (of A's vectors), or with None the clustering's of all of Xf, centred
+    on A's mean either way."""
     def raw(rows, A, labels):
-        return pipe_scorer(BackendPipeline(lda_dim=0, systems=("cosine_raw",)).fit(
-            Xm, ym[rows], rows=rows))
+        return BackendPipeline(lda_dim=0, systems=("cosine_raw",)).fit(Xm, ym[rows], rows=rows)
 
     def centred(rows, A, labels):
-        return pipe_scorer(BackendPipeline(lda_dim=0, systems=("cosine_centred",)).fit(
-            Xm, ym[rows], rows=rows, adapt=A))
+        return BackendPipeline(lda_dim=0, systems=("cosine_centred",)).fit(
+            Xm, ym[rows], rows=rows, adapt=A)
 
     def plda_adp(rows, A, labels):
-        return pipe_scorer(BackendPipeline(lda_dim=0, systems=("plda_adapt",), enroll_utts=3)
-                           .fit(Xm, ym[rows], rows=rows, adapt=A))
+        return BackendPipeline(lda_dim=0, systems=("plda_adapt",), enroll_utts=3).fit(
+            Xm, ym[rows], rows=rows, adapt=A)
 
     def pooled(rows, A, labels):
-        labels = clustering.labels if labels is None else labels
-        adapt_mean = float32_mean(Xf, arows)
-        parts = pseudo.fit_systems(Xm, ym, rows, Xf, arows, labels, lda_dim, adapt_mean,
-                                   {"pseudo_pooled"})
+        P, labels = (Xf, clustering.labels) if labels is None else (A, labels)
+        prows = np.arange(P.shape[0])
+        parts = pseudo.fit_systems(Xm, ym, rows, P, prows, labels, lda_dim,
+                                   float32_mean(P, prows), {"pseudo_pooled"})
         mean, W, plda = parts["pseudo_pooled"]
-        pipe = pseudo.pseudo_pipeline("pseudo_pooled", (float32_mean(A, np.arange(len(A))),
-                                                        W, plda), Xf, None, 100)
-        return pipe_scorer(pipe)
+        return pseudo.pseudo_pipeline("pseudo_pooled", (float32_mean(A, np.arange(len(A))),
+                                                        W, plda), P, None, 100)
 
     return {"raw cosine": raw, "cosine centred on the adaptation mean": centred,
             "PLDA-adp": plda_adp, "pseudo_pooled (PLDA on male + pseudo-speakers, LDA %d)"
             % lda_dim: pooled}
 
 
+def adaptation_set(A):
+    """models.auto.adapt.AdaptationSet of all of A (no sample: limit 0)."""
+    return AdaptationSet.of(A, A.shape[1], 0, SEED)
+
+
+def pseudo_speakers(X, y, A, log, what):
+    """models.auto.pseudo.build's PseudoSpeakers of the adaptation vectors A (training X, y
+    giving the stopping rule and the iteration's PLDA): the clustering, the 2 pseudo-speaker
+    folds and all their trials (enroll_utts 3, no cap); None (logged) when the guard says
+    no."""
+    t0 = time.process_time()
+    found, text = pseudo.build(X, y, np.arange(y.size), adaptation_set(A), DEFAULT_LDA_DIMS,
+                               3, 0, SEED)
+    log("%s: %s; %.0f s CPU" % (what, text, time.process_time() - t0))
+    if found is not None:
+        t = found.trials
+        log("  pseudo-speaker trials: %d (%d target) in %d folds" % (
+            t.num_trials, t.num_target, pseudo.NUM_FOLDS))
+    return found
+
+
 def fold_scores(make, X, y, enroll_utts, A=None, max_trials=None, groups=None):
     """Pooled held-out scores and labels of 5 speaker folds: (moved, unmoved) when an
-    adaptation set A is given, else (unmoved, None)."""
+    adaptation set A is given, else (unmoved, None). Unmoved: the fold's system centred on
+    (adapted to) its held-out vectors; moved: centred on (adapted to) A, the held-out vectors
+    translated by m_a - m_k (AdaptationSet.fold_shift)."""
     speakers, fold = speaker_folds(y, FOLDS, SEED)
     of_vector = fold[np.searchsorted(speakers, y)]
+    adapt = None if A is None else adaptation_set(A)
     out = {"moved": ([], []), "unmoved": ([], [])}
     for k in range(FOLDS):
         held = np.flatnonzero(of_vector == k)
@@ -241,39 +272,36 @@ def fold_scores(make, X, y, enroll_utts, A=None, max_trials=None, groups=None):
         E, T = t.enroll_vectors(X), np.asarray(X[t.test_rows], dtype=np.float32)
         counts = np.full(E.shape[0], t.num_utts)
         versions = [("unmoved", E, T, X[held])]
-        if A is not None:
-            fmap = coral_map(X, held, A, np.arange(A.shape[0]))
-            versions.append(("moved", apply_map(fmap, E), apply_map(fmap, T),
-                             apply_map(fmap, X[held])))
+        if adapt is not None:
+            shift = adapt.fold_shift(X, train)
+            versions.append(("moved", (E + shift).astype(np.float32),
+                             (T + shift).astype(np.float32), A))
         for key, e, tt, own in versions:
-            s = make(train, own, None)(e, counts, tt, t.enroll_index, t.test_index)
+            s = pipe_scorer(make(train, own, None))(e, counts, tt, t.enroll_index,
+                                                    t.test_index)
             out[key][0].append(s)
             out[key][1].append(t.is_target)
     return {k: (np.concatenate(v[0]), np.concatenate(v[1])) for k, v in out.items() if v[0]}
 
 
-def pseudo_sources(make, final, A, clustering, max_pairs):
-    """(b) and (c-fold): pooled pseudo-fold trial scores and labels, and pooled scores of
-    pairs within each fold, from fold models (``make(None, A, labels without fold k)``)."""
-    fold, labels = pseudo.folds_of(clustering, SEED)
-    scores, target, pair_scores, pair_target = [], [], [], []
-    for k in range(pseudo.NUM_FOLDS):
-        held = np.unique(labels[fold == k])
-        alab = np.where(np.isin(clustering.labels, held), -1, clustering.labels)
-        scorer = make(alab)
-
-        def grid_scorer(E, T, er, tr, counts, scorer=scorer):
-            return scorer(E, counts, T, er, tr)
-        E, counts, T, tgt = pseudo.fold_trials(A, np.arange(A.shape[0]), labels, fold, k,
-                                               SEED)
-        scores.append(pseudo.grid_scores(grid_scorer, E, counts, T).ravel())
-        target.append(tgt.ravel())
-        mine = np.flatnonzero(fold == k)
+def pseudo_sources(make, A, found, max_pairs):
+    """(b), (b1) and (c-fold): the scores and labels of the pseudo-speaker trials (each fold's
+    scored by its own system), and pooled scores and cluster labels of uniformly sampled
+    pairs within each fold, by the same systems. Fold k's system: ``make(A's vectors but
+    fold k's, their pseudo-labels without fold k's pseudo-speakers)``."""
+    t = found.trials
+    labels = found.clustering.labels
+    scores = np.full(t.num_trials, np.nan)
+    pair_scores, pair_target = [], []
+    for k, (rows, arows) in enumerate(found.parts(np.arange(A.shape[0]))):
+        pipe = make(A[arows], found.training_labels(k)[arows])
+        scores[rows] = pseudo._scores(pipe, t, rows)
+        mine = np.flatnonzero(found.fold == k)
         i, j = sample_pairs(mine.size, max_pairs // pseudo.NUM_FOLDS, SEED + k)
         V = np.asarray(A[mine], dtype=np.float32)
-        pair_scores.append(scorer(V, np.ones(V.shape[0]), V, i, j))
+        pair_scores.append(pipe_scorer(pipe)(V, np.ones(V.shape[0]), V, i, j))
         pair_target.append(labels[mine[i]] == labels[mine[j]])
-    return (np.concatenate(scores), np.concatenate(target), np.concatenate(pair_scores),
+    return (scores, np.asarray(t.is_target, bool), np.concatenate(pair_scores),
             np.concatenate(pair_target))
 
 
@@ -284,10 +312,12 @@ def adaptation_pairs(scorer, A, labels, max_pairs):
     return scorer(V, np.ones(V.shape[0]), V, i, j), same
 
 
-def calibrate_system(name, make, final, X, y, A, clustering, dev, max_pairs, enroll_utts,
+def calibrate_system(name, make, final, X, y, A, found, dev, max_pairs, enroll_utts,
                      move, fold_kw, log):
-    """Every calibration of one system: {key: Calibrated}; ``move``: the training folds also
-    moved into A's domain (a shift), as train-pauc-auto --adapt does."""
+    """Every calibration of one system: {key: Calibrated}; ``final``: the scorer of the system
+    trained on all of X, centred on A; ``found``: the PseudoSpeakers of A or None; ``move``:
+    the training folds also moved into A's domain (a shift), as train-pauc-auto --adapt
+    does."""
     cal = {}
     t0 = time.process_time()
     folds = fold_scores(make, X, y, enroll_utts, A if move else None, **fold_kw)
@@ -297,20 +327,19 @@ def calibrate_system(name, make, final, X, y, A, clustering, dev, max_pairs, enr
     else:
         cal["folds"] = supervised(*folds["unmoved"], "held-out trials of 5 training folds")
     log("  %s: folds %.0f s CPU" % (name, time.process_time() - t0))
-    if clustering is not None:
+    if found is not None:
         s, tgt, fold_pairs, pair_tgt = pseudo_sources(
-            lambda labels: make(np.arange(X.shape[0]), A, labels) if "pseudo" in name
-            else final, final, A, clustering, max_pairs)
+            lambda B, labels: make(np.arange(X.shape[0]), B, labels), A, found, max_pairs)
         cal["pseudo"] = supervised(s, tgt, "held-out pseudo-speaker trials")
         cal["pseudo_pairs"] = supervised(fold_pairs, pair_tgt, "pairs within each "
                                          "pseudo-speaker fold, cluster labels")
         cal["gm_pseudo_trials"] = mixture(s, "pseudo-speaker trial scores, labels unused")
         cal["gm_fold_pairs"] = mixture(fold_pairs, "pairs within each pseudo-speaker fold")
         log("  %s: pseudo-speaker sources %.0f s CPU" % (name, time.process_time() - t0))
-    labels = (clustering.labels if clustering is not None
+    labels = (found.clustering.labels if found is not None
               else np.full(A.shape[0], -1, dtype=np.int64))
     pairs, same = adaptation_pairs(final, A, labels, max_pairs)
-    cal.update(mixtures(pairs, "adaptation pairs", same if clustering is not None else None))
+    cal.update(mixtures(pairs, "adaptation pairs", same if found is not None else None))
     dev_scores, dev_target = dev(final)
     cal["dev"] = supervised(dev_scores, dev_target, "development trials")
     log("  %s: all calibrations %.0f s CPU" % (name, time.process_time() - t0))
@@ -388,21 +417,19 @@ def run_etri(max_pairs, log):
     evals = {"eval half": Evaluation(enroll, test, speakers[half:]),
              "all 27": Evaluation(enroll, test, speakers)}
     dev_eval = Evaluation(enroll, test, speakers[:half])
-    lda_dim = pseudo.lda_dim_for(DEFAULT_LDA_DIMS, X.shape[1])
-    t0 = time.process_time()
-    clustering = pseudo.cluster(Xm, ym, np.arange(ym.size), Xf, np.arange(Xf.shape[0]),
-                                lda_dim, SEED)
-    log("ETRI: %d male vectors, %d adaptation vectors; %d pseudo-speakers (%d of >= 4), %.0f s "
-        "CPU" % (ym.size, Xf.shape[0], clustering.model.n_clusters_, clustering.usable,
-                 time.process_time() - t0))
+    found = pseudo_speakers(Xm, ym, Xf, log, "ETRI: %d male vectors, %d adaptation vectors"
+                            % (ym.size, Xf.shape[0]))
+    if found is None:
+        raise RuntimeError("ETRI: no pseudo-speakers (pseudo_pooled needs them)")
+    clustering = found.clustering
     results = []
-    for name, make in etri_systems(Xm, ym, Xf, clustering, lda_dim).items():
-        final = make(np.arange(ym.size), Xf, None)
+    for name, make in etri_systems(Xm, ym, Xf, clustering, found.lda_dim).items():
+        final = pipe_scorer(make(np.arange(ym.size), Xf, None))
 
         def dev(scorer):
             d = dev_eval
             return scorer(d.models, d.counts, d.test, d.e, d.t), d.target
-        cal = calibrate_system(name, make, final, Xm, ym, Xf, clustering, dev, max_pairs, 3,
+        cal = calibrate_system(name, make, final, Xm, ym, Xf, found, dev, max_pairs, 3,
                                True, {}, log)
         sets = {k: (np.asarray(final(v.models, v.counts, v.test, v.e, v.t), np.float64),
                     v.target, np.array(v.speakers)[v.e], v.test_speaker[v.t])
@@ -455,39 +482,43 @@ def run_timit(max_pairs, log):
     groups = stretch_groups(keys, y)
 
     def system(kind):
+        fitted = {}
+
         def make(rows, A, labels):
-            if kind == "plda":
-                pipe = BackendPipeline(lda_dim=200, systems=("plda",))
-            else:
-                pipe = BackendPipeline(lda_dim=0, systems=(kind,))
-            return pipe_scorer(pipe.fit(X, y[rows], rows=rows))
+            """The system on X[rows] (A and labels unused: nothing here is centred on or
+            adapted to the unlabelled set), fitted once per set of rows."""
+            key = rows.tobytes()
+            if key not in fitted:
+                pipe = (BackendPipeline(lda_dim=200, systems=("plda",)) if kind == "plda"
+                        else BackendPipeline(lda_dim=0, systems=(kind,)))
+                fitted[key] = pipe.fit(X, y[rows], rows=rows)
+            return fitted[key]
         return make
 
-    lda_dim = pseudo.lda_dim_for(DEFAULT_LDA_DIMS, X.shape[1])
-    t0 = time.process_time()
-    clustering = pseudo.cluster(X, y, np.arange(y.size), X, np.arange(y.size), lda_dim, SEED)
-    log("TIMIT: %d training vectors as the unlabelled set: %d pseudo-speakers (%d of >= 4), "
-        "%.0f s CPU" % (y.size, clustering.model.n_clusters_, clustering.usable,
-                        time.process_time() - t0))
+    found = pseudo_speakers(X, y, X, log, "TIMIT: %d training vectors as the unlabelled set"
+                            % y.size)
+    clustering = None if found is None else found.clustering
     results = []
     for name, kind in (("raw cosine", "cosine_raw"),
                        ("cosine centred on the training mean", "cosine_centred"),
                        ("PLDA (LDA 200)", "plda")):
         make = system(kind)
-        final = make(np.arange(y.size), X, None)
+        final = pipe_scorer(make(np.arange(y.size), X, None))
         ones = np.ones(E.shape[0])
 
         def dev(scorer):
             return scorer(E, ones, E, a[dev_mask], b[dev_mask]), target[dev_mask]
-        cal = calibrate_system(name, make, final, X, y, X, clustering, dev, max_pairs, 0,
+        cal = calibrate_system(name, make, final, X, y, X, found, dev, max_pairs, 0,
                                False, {"max_trials": 300000, "groups": groups}, log)
         scores = np.asarray(final(E, ones, E, a, b), np.float64)
         sets = {k: (scores[m], target[m], ey[a[m]], ey[b[m]]) for k, m in masks.items()}
         results.append((name, measure(name, cal, sets, "pseudo_pairs", log)))
     info = ("TIMIT (in-domain): 504 training speakers (7,430 vectors, also the unlabelled set: "
-            "%d pseudo-speakers, %d of >= 4), evaluation trials among the other 32 speakers "
+            "%s), evaluation trials among the other 32 speakers "
             "%d (%d target), all 63: %d (%d target), development trials among the first 31: "
-            "%d (%d target)" % (clustering.model.n_clusters_, clustering.usable,
+            "%d (%d target)" % ("no pseudo-speakers" if clustering is None else
+                                "%d pseudo-speakers, %d of >= 4" % (
+                                    clustering.model.n_clusters_, clustering.usable),
                                 masks["eval half"].sum(), target[masks["eval half"]].sum(),
                                 a.size, target.sum(), dev_mask.sum(), target[dev_mask].sum()))
     return info, results
@@ -530,21 +561,6 @@ def table(results):
                 continue
             lines.append("| %s | %s | %s |" % (title, " | ".join(cells), " / ".join(whats)))
     return lines
-
-
-def load():
-    try:
-        return subprocess.run(["uptime"], stdout=subprocess.PIPE).stdout.decode().strip()
-    except OSError:
-        return "uptime unavailable"
-
-
-def commit():
-    try:
-        return subprocess.run(["git", "-C", HERE, "rev-parse", "--short", "HEAD"],
-                              stdout=subprocess.PIPE).stdout.decode().strip()
-    except OSError:
-        return "?"
 
 
 def main(argv=None):
