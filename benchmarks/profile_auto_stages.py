@@ -69,7 +69,7 @@ PARTS = [
     ("pauc_backend.models.crossfit", "trial_figures"),
     ("pauc_backend.models.auto.crossfit", "_rate_all"),
     ("pauc_backend.models.auto.crossfit", "CrossFit.recompute"),
-    ("pauc_backend.models.auto.final", "heldout_data"),
+    ("pauc_backend.models.auto.final", "training_folds_data"),
     ("pauc_backend.models.auto.final", "calibrate"),
     ("pauc_backend.models.auto.qmf", "norm_median"),
     ("pauc_backend.models.auto.adapt", "domain_of"),

@@ -6,7 +6,8 @@ calibration learned where the scores will live.
 BackendPipeline, centred on and adapted to the adaptation sample when there is one; a
 pseudo-trained one on every training vector and every pseudo-speaker (models.auto.pseudo).
 
-``calibration_data`` gives the trials the final fusion / calibration is learned on: those of
+``held_out_data`` (before the cross-fitting's stores are released) or ``final_data`` (after
+the final training) gives the trials the final fusion / calibration is learned on: those of
 the source that rated the choice (models.auto.selection), the most in-domain one trusted:
 
 * development trials: the final model's scores of them (their speakers are in no training
@@ -116,7 +117,7 @@ def train(inputs, choice, make_pipeline, dplda_lambda, reporter):
     return pipe, dim, lines
 
 
-def heldout_data(cross, members, score_dim, durations):
+def training_folds_data(cross, members, score_dim, durations):
     """The pooled held-out trials of every training fold (at most max_fusion_trials): the
     members' scores, labels, the fold of each trial, and its sides' durations (from
     ``durations``, one per vector of the cross-fitting's X) and raw norms (the held-out
@@ -182,7 +183,7 @@ def held_out_data(inputs, choice, cross):
         durations = inputs.durations
         if durations is not None:
             durations = inputs.table.of_crossfit(durations, cross.X)
-        return heldout_data(cross, choice.chosen_members, choice.score_dim, durations)
+        return training_folds_data(cross, choice.chosen_members, choice.score_dim, durations)
     if choice.source == PSEUDO_TRIALS:
         sets = cross.sets[PSEUDO_TRIALS]
         members, dim = choice.chosen_members, choice.score_dim
