@@ -28,7 +28,7 @@ accumulated from blocks of rows (models.lda, models.plda; the PLDA's from vector
 a block at a time), the AS-norm cohort and the discriminative PLDA's trials are gathered
 rows. Only the pAUCMetrics' training vectors are projected at once: at most
 ``max_metric_vectors`` x lda_dim float32, and each metric's features (as many) exist only
-while that metric trains (in its own worker with ``n_jobs`` > 1).
+while that metric trains (in its own worker with ``n_jobs`` > 1; models.pipeline_metrics).
 """
 
 import numpy as np
@@ -40,7 +40,8 @@ from pauc_backend.models.discriminative_plda import (DPLDA_LAMBDAS, Discriminati
 from pauc_backend.models import blocked
 from pauc_backend.models.class_stats import ClassStats
 from pauc_backend.models.lda import LDA
-from pauc_backend.models.metric_learning import PaucMetric, fit_at_once, metric_factor
+from pauc_backend.models.metric_learning import PaucMetric, metric_factor
+from pauc_backend.models.pipeline_metrics import fit_metrics, metric_rows, new_metric
 from pauc_backend.models.plda import PLDA
 from pauc_backend.models.preprocessing import normalize_length
 from pauc_backend.models.score_norm import blockwise_cohort_statistics, normalize_scores
@@ -48,7 +49,7 @@ from pauc_backend.models.score_norm import blockwise_cohort_statistics, normaliz
 # ivector-adapt-plda's --within-covar-scale and --between-covar-scale in egs/sre16/v2 (and the
 # demo recipe); --mean-diff-scale is Kaldi's default 1.
 ADAPT_SCALES = (0.75, 0.25)
-_BLOCK = 8192                    # rows projected at a time
+_BLOCK = blocked.GATHER_ROWS
 
 
 def _keys(heads=None, spaces=None, dim_free=None):
@@ -90,31 +91,20 @@ class BackendPipeline:
         self.random_state = random_state
         self.adapt_scales = adapt_scales
 
-    def _metric(self, callback=None):
+    def _metric_params(self):
+        """PaucMetric's keywords: ``metric_params`` with alpha, beta and the seed set here."""
         params = dict(self.metric_params or {})
-        params.update(alpha=self.alpha, beta=self.beta, random_state=self.random_state,
-                      callback=callback)
-        return PaucMetric(**params)
+        params.update(alpha=self.alpha, beta=self.beta, random_state=self.random_state)
+        return params
+
+    def _metric(self, callback=None):
+        return new_metric(self._metric_params(), callback)
 
     def _note(self, step, fraction, **fields):
         """Tell ``progress`` (a callable of keywords step, fraction, iteration, num_iters)
         which step of ``fit`` runs and the fraction done; step None: this process is idle."""
         if self.progress is not None:
             self.progress(step=step, fraction=fraction, **fields)
-
-    def _metric_callback(self, name, index, count, num_steps, end=None):
-        """Per-iteration progress of the metric ``name`` (number ``index`` of ``count``, the
-        metrics ending at step ``end`` of ``num_steps``, default the last)."""
-        if self.progress is None:
-            return None
-        num_iters = int(self._metric().num_iters)
-        end = num_steps if end is None else end
-
-        def callback(record):
-            it = record["iteration"]
-            self._note("%s metric" % name, (end - count + index + min(1.0, it / num_iters))
-                       / num_steps, iteration=it, num_iters=num_iters)
-        return callback
 
     def _systems(self):
         return [system(base_system(s)) for s in self.systems]
@@ -174,7 +164,10 @@ class BackendPipeline:
         jobs = [(s.key, s.space) for s in metrics]
         # the metrics' training vectors (at most max_metric_vectors), projected at once: in
         # the PLDA's pass over the table when there is one (the same rows, the same bits)
-        m_at = self._metric_rows(rows, y) if jobs else None
+        m_at = None
+        if jobs:
+            m_at, self.metric_rows_ = metric_rows(rows, y, self.max_metric_vectors,
+                                                  int(self.random_state) + 41)
         m_rows, m_y = (rows, y) if m_at is None else (rows[m_at], y[m_at])
         Z = None
         if plda_needed:
@@ -197,30 +190,11 @@ class BackendPipeline:
         # their training vectors are released before its grid of trials is made
         if Z is None and jobs and projected:
             Z = self.project(X, m_rows)
-        if threads and int(n_jobs) > 1 and len(jobs) > 1:
-            fitted = self._fit_metrics_in_threads(X, m_rows, Z, m_y, jobs, num_steps,
-                                                  dplda_needed)
-        elif int(n_jobs) > 1 and len(jobs) > 1:
-            from pauc_backend.workers import fork_pool
-            global _SHARED
-            _SHARED = (self, X, m_rows, Z, m_y, jobs, num_steps, dplda_needed)
-            if self.progress is not None:     # the workers report, this process waits
-                self.progress(step=None, fraction=None)
-            try:
-                with fork_pool(len(jobs)) as pool:
-                    fitted = pool.map(_fit_metric, range(len(jobs)))
-            finally:
-                _SHARED = None
-        else:
-            fitted = []
-            for i, (key, space) in enumerate(jobs):     # the last one over Z itself
-                feats = self._training_space(space, X, m_rows, Z, i == len(jobs) - 1)
-                fitted.append(self._metric(self._metric_callback(
-                    key, i, len(jobs), num_steps, num_steps - dplda_needed)).fit(feats, m_y))
-                del feats
+        fitted = fit_metrics(X, m_rows, Z, m_y, jobs,
+                             {"latent": self.plda_, "latent_adapt": self.plda_adapt_},
+                             self._metric_params(), self.progress, num_steps, dplda_needed,
+                             n_jobs, threads)
         del Z
-        for metric in fitted:
-            metric.callback = None
         self.metrics_ = {key: metric for (key, _), metric in zip(jobs, fitted)}
         self.dplda_ = {}
         if dplda_needed:
@@ -233,34 +207,6 @@ class BackendPipeline:
             self.cohort_, self.cohort_counts_ = cohort_vectors(X, rows, y,
                                                                self.random_state + 31)
         return self
-
-    def _fit_metrics_in_threads(self, X, rows, Z, y, jobs, num_steps, after=0):
-        """The pAUCMetrics of ``jobs`` trained at once, one thread each (the last in this
-        one). Their features are made first, the last one's over Z itself (its last use), so
-        two metrics hold what one at a time holds at most: Z and one more array. ``after``:
-        steps of ``num_steps`` that come after them."""
-        feats = [self._training_space(space, X, rows, Z, i == len(jobs) - 1)
-                 for i, (_, space) in enumerate(jobs)]
-        # each reports as if it were the only one (they train at once)
-        steps = num_steps - len(jobs) + 1
-        metrics = [self._metric(self._metric_callback(key, 0, 1, steps, steps - after))
-                   for key, _ in jobs]
-        return fit_at_once(metrics, feats, y)
-
-    def _metric_rows(self, rows, y):
-        """The positions in ``rows`` (and ``y``) of the vectors the pAUCMetrics train on,
-        increasing: None for all of them, or beyond ``max_metric_vectors`` the same seeded
-        cap on each speaker's count (the cross-fitting subset's rule,
-        models.crossfit.crossfit_rows). Their mini-batches draw num_iters x batch_size
-        speakers, two vectors each, whatever the table's size."""
-        limit = int(self.max_metric_vectors or 0)
-        self.metric_rows_ = (rows.size, rows.size)
-        if not limit or rows.size <= limit:
-            return None
-        from pauc_backend.models.crossfit import crossfit_rows
-        keep, _ = crossfit_rows(y, 0, limit, int(self.random_state) + 41)
-        self.metric_rows_ = (keep.size, rows.size)
-        return keep
 
     def _plda_stats(self, X, rows, y, keep=None):
         """(the PLDA's statistics (ClassStats) of the rows of X centred, LDA-projected and
@@ -315,26 +261,6 @@ class BackendPipeline:
         for start in range(0, rows.size, _BLOCK):
             block = np.asarray(X[rows[start:start + _BLOCK]], dtype=np.float32)
             out[start:start + _BLOCK] = self.lda_.transform(block - self.mean_)
-        return out
-
-    def _training_space(self, space, X, rows, Z, in_place=False):
-        """The training vectors in ``space`` (float32), for a metric trained there, a block
-        of rows at a time (each row's arithmetic is its own: the same bits whatever the
-        blocks); ``in_place``: written over the LDA vectors Z (their last use)."""
-        if space == "raw":
-            out = np.empty((rows.size, X.shape[1]), dtype=np.float32)
-            for start in range(0, rows.size, _BLOCK):
-                out[start:start + _BLOCK] = normalize_length(
-                    np.asarray(X[rows[start:start + _BLOCK]], dtype=np.float32),
-                    scaleup=False)[0]
-            return out
-        plda = self.plda_adapt_ if space == "latent_adapt" else self.plda_
-        out = Z if in_place else np.empty(Z.shape, dtype=np.float32)
-        for start in range(0, Z.shape[0], _BLOCK):
-            block = Z[start:start + _BLOCK]
-            out[start:start + _BLOCK] = (
-                normalize_length(block, scaleup=False)[0] if space == "lda"
-                else plda.transform(normalize_length(block)[0], 1)[0])
         return out
 
     def _fit_dplda(self, X, rows, y):
@@ -550,26 +476,6 @@ def cohort_vectors(X, rows, y, seed):
     first = order[where]                         # each speaker's first row in the draw
     return (np.asarray(X[np.asarray(rows)[first]], dtype=np.float32),
             np.ones(labels.size, dtype=np.int64))
-
-
-_SHARED = None
-
-
-def _fit_metric(index):
-    """One pAUCMetric of BackendPipeline.fit in a forked worker process: its features are
-    made here, from the parent's projected vectors (shared by the fork, not copied)."""
-    pipe, X, rows, Z, y, jobs, num_steps, after = _SHARED
-    key, space = jobs[index]
-    # Both metrics train at once: each reports as if it were the only one.
-    steps = num_steps - len(jobs) + 1
-    metric = pipe._metric(pipe._metric_callback(key, 0, 1, steps, steps - after))
-    try:
-        metric.fit(pipe._training_space(space, X, rows, Z), y)
-    finally:
-        if pipe.progress is not None:         # this worker is done: no more lines from it
-            pipe.progress(step=None, fraction=None)
-    metric.callback = None
-    return metric
 
 
 def _metric_scores(sq_enroll, sq_test, dots):

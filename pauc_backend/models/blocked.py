@@ -11,6 +11,7 @@ blocks by ``class_stats.ClassStats``.
 import numpy as np
 
 BLOCK_BYTES = 1 << 23
+GATHER_ROWS = 8192      # rows of a table gathered (and LDA-projected) at a time by the back-end
 
 
 def block_rows(dim, block_bytes=None):
