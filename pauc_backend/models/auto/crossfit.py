@@ -65,9 +65,6 @@ class CrossFit:
     def train_rows(self, fold):
         return self.plan.train_rows(fold)
 
-    def adapt_rows(self, fold):
-        return self.plan.adapt_rows(fold)
-
     def held_out(self, fold, vectors):
         return self.plan.held_out(fold, vectors)
 
