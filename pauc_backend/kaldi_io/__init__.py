@@ -11,8 +11,9 @@ from pauc_backend.kaldi_io.objects import (read_matrix, read_plda, read_vector, 
 from pauc_backend.kaldi_io.specifiers import (RSpecifier, WSpecifier, classify_rspecifier,
                                               classify_wspecifier, parse_rspecifier,
                                               parse_wspecifier)
+from pauc_backend.kaldi_io.outputs import open_output
 from pauc_backend.kaldi_io.streams import (classify_rxfilename, classify_wxfilename, open_input,
-                                           open_output, read_all)
+                                           read_all)
 from pauc_backend.kaldi_io.tables import (HOLDERS, RandomAccessTableReader,
                                           SequentialTableReader, TableWriter, read_int32_table,
                                           read_float_table, read_script, read_token_table,

@@ -20,7 +20,7 @@ import sys
 import numpy as np
 
 from pauc_backend.errors import KaldiError
-from pauc_backend.kaldi_io import streams
+from pauc_backend.kaldi_io import outputs, streams
 from pauc_backend.kaldi_io.numpy_files import check_not_numpy
 from pauc_backend.kaldi_io.lines import (MAX_LINE_BYTES, MAX_LIST_LINE_BYTES, parse_growing,
                                         regular_file)
@@ -576,7 +576,7 @@ def read_growing(rx, parse, key=None, chunk_bytes=streams.CHUNK_BYTES):
 
 def write_object(wx, binary, writer_fn):
     """WriteKaldiObject: ``\\0B`` if binary, then writer_fn(f, binary), atomically."""
-    with streams.open_output(wx) as stream:
+    with outputs.open_output(wx) as stream:
         if binary:
             stream.write(_BINARY_HEADER)
         writer_fn(stream, binary)

@@ -1,7 +1,7 @@
 """Outputs of one run committed together (Kaldi's ``Output::Close`` plus what Kaldi lacks):
 temp files beside their targets, renamed into place under a journal that the next open redoes
 after a SIGKILL, so every output is new or every output is old; one writer of an output at a
-time. Used by ``streams.OutputHandle``, ``tables`` (ark,scp pairs) and ``persist`` (model
+time. Used by ``outputs.OutputHandle``, ``tables`` (ark,scp pairs) and ``persist`` (model
 directories); the design is described below."""
 
 import contextlib

@@ -11,7 +11,7 @@ import struct
 import numpy as np
 
 from pauc_backend.errors import KaldiError
-from pauc_backend.kaldi_io import commit, streams
+from pauc_backend.kaldi_io import commit, outputs, streams
 from pauc_backend.kaldi_io.archive import (FV_HEADER, iter_archive_source, read_fv_buffer,
                                            read_fv_stream, stack_vectors)
 from pauc_backend.kaldi_io.holders import HOLDERS, check_keys, check_token, get_holder
@@ -261,11 +261,11 @@ class TableWriter:
             self._targets = dict(zip(keys, targets))
             return
         if self.spec.kind == "ark,scp":
-            self._ark, self._scp = streams.open_outputs([self.spec.ark, self.spec.scp])
+            self._ark, self._scp = outputs.open_outputs([self.spec.ark, self.spec.scp])
             self._scp.script_of = self._ark
             self._ark_name = self.spec.ark.encode()
         else:
-            self._ark = streams.OutputHandle(self.spec.ark)
+            self._ark = outputs.OutputHandle(self.spec.ark)
 
     def write(self, key, value):
         check_token(key)
@@ -281,7 +281,7 @@ class TableWriter:
                     return
                 raise KaldiError("Key '%s' is not in the script file %s (writing %s)" % (
                     key, self.spec.scp, self.wspecifier))
-            handle = streams.OutputHandle(target)
+            handle = outputs.OutputHandle(target)
             try:
                 handle.write(data)
             except BaseException:

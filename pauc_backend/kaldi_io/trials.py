@@ -8,7 +8,7 @@ SplitStringToVector). Parsing is chunked and vectorised: numpy checks every line
 import numpy as np
 
 from pauc_backend.errors import KaldiError
-from pauc_backend.kaldi_io import memory, streams
+from pauc_backend.kaldi_io import memory, outputs, streams
 from pauc_backend.kaldi_io import lines as tokenizer
 
 _CHUNK_BYTES = 1 << 22
@@ -346,7 +346,7 @@ def write_scores(wxfilename, key1, key2, scores):
         raise KaldiError("write_scores: %d, %d and %d keys/scores" % (
             len(key1), len(key2), len(scores)))
     step = 1 << 20
-    with streams.open_output(wxfilename) as stream:
+    with outputs.open_output(wxfilename) as stream:
         for begin in range(0, len(scores), step):
             stream.write(format_scores(key1[begin:begin + step], key2[begin:begin + step],
                                        scores[begin:begin + step]))

@@ -438,7 +438,7 @@ class Tool:
             from pauc_backend.kaldi_io.commit import output_group
             with output_group():   # every file the run writes is replaced together, or none
                 if outputs is not None:   # checked, and locked to the end of the run
-                    from pauc_backend.kaldi_io.streams import check_outputs
+                    from pauc_backend.kaldi_io.outputs import check_outputs
                     picked = outputs(args) if callable(outputs) else args[outputs] if args else []
                     check_outputs([picked] if isinstance(picked, str) else picked)
                 code = run(opts, args)

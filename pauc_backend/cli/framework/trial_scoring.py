@@ -13,7 +13,7 @@ import numpy as np
 
 from pauc_backend.cli.framework.kaldi_cli import format_float
 from pauc_backend.errors import KaldiError
-from pauc_backend.kaldi_io import format_scores, streams
+from pauc_backend.kaldi_io import format_scores, outputs
 from pauc_backend.kaldi_io.keyed import table_key_index
 from pauc_backend.kaldi_io.trials import iter_fields
 from pauc_backend.metrics.moments import Float32Moments
@@ -146,7 +146,7 @@ def score_trial_list(log, trials_rx, scores_wx, enroll_keys, test_keys, score_fn
     moments = Float32Moments()
     num_errors = num_lines = 0
     judge = _EarlyJudge(log, trials_rx, enroll_index, test_index, enroll_name, test_name)
-    with streams.open_output(scores_wx) as out:
+    with outputs.open_output(scores_wx) as out:
         for chunk in iter_fields(trials_rx, (2, 3), "trials file"):
             key1, key2 = chunk.tokens(0), chunk.tokens(1)
             enroll_rows = enroll_index.lookup_chunk(chunk, 0)

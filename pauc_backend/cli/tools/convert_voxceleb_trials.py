@@ -3,7 +3,7 @@ utterance keys of egs/voxceleb/v2 (local/make_voxceleb1_v2.pl)."""
 
 from pauc_backend.cli.framework.kaldi_cli import Tool
 from pauc_backend.errors import KaldiError
-from pauc_backend.kaldi_io import open_output, streams
+from pauc_backend.kaldi_io import open_output, outputs, streams
 from pauc_backend.kaldi_io.lines import read_line_file
 from pauc_backend.voxceleb import convert_trials, split_lines
 
@@ -27,7 +27,7 @@ tool.register("utt2spk", "", "If set, write the utterances of the list with thei
 def run(opts, args):
     list_rx, trials_wx = args
     if opts.utt2spk:
-        streams.check_output(opts.utt2spk)
+        outputs.check_output(opts.utt2spk)
     data, start = read_line_file(list_rx, what="VoxCeleb list")   # lines of at most 1 MiB
     try:
         text = bytes(data[start:]).decode("utf-8")

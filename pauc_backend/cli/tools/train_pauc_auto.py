@@ -8,7 +8,7 @@ from pauc_backend.cli.framework.kaldi_cli import Progress, Tool
 from pauc_backend.cli.framework.training_table import read_training_table
 from pauc_backend.errors import KaldiError
 from pauc_backend.kaldi_io.commit import claim_outputs
-from pauc_backend.kaldi_io.streams import check_writable
+from pauc_backend.kaldi_io.outputs import check_writable
 from pauc_backend.cli.options import pauc as pauc_options
 from pauc_backend.models.auto import params as auto_params
 from pauc_backend.models.auto import AutoBackend, dim_label

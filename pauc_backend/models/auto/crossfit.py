@@ -2,12 +2,13 @@
 stages as they are decided, the store of held-out scores (models.auto.store), the scores of
 the in-domain trial sets (models.auto.trialsets) and the rated rows. It runs a stage's fold
 tasks (models.auto.folds), adds their results, rates each LDA dimension as soon as every fold
-of it is in, decides the next stage (the promoted dimension, the promoted candidates) and
-says why, in the log and in lines for system.txt.
+of it is in, has the next stage decided from its rows (the promoted dimension, the promoted
+candidates: models.auto.policy) and says why, in the log and in lines for system.txt.
 
 What ranks the screenings (``ranking``): the most in-domain source that can be trusted
 (development trials, pseudo-speaker trials, else the training folds; models.auto.evidence,
-models.auto.selection), decided once, with one WARNING for a source that is not trusted.
+models.auto.policy.ranking_source), decided once, with one WARNING for a source that is not
+trusted.
 
 It reads a frozen Settings and reports through a Reporter (models.auto.settings), never the
 estimator; what it decides is its own state, which the estimator reads: ``rows_at()`` (the
@@ -17,15 +18,14 @@ reads them), ``dplda_lambda`` (the discriminative PLDA's lambda, None without it
 
 import numpy as np
 
-from pauc_backend.models.auto import selection
 from pauc_backend.models.lda import LDA
-from pauc_backend.models.auto.evidence import (IN_DOMAIN, TRAINING_FOLDS, Evidence,
-                                               PREFIX)
+from pauc_backend.models.auto.evidence import TRAINING_FOLDS, Evidence
 from pauc_backend.models.auto.trialsets import TrialSetScores
 from pauc_backend.models.auto.folds import (choose_dplda_lambda, dim_label, fold_task,
                                             run_fold_tasks, task_systems)
 from pauc_backend.models.auto.policy import (SCREEN_CANDIDATES, SCREEN_DIMS, Stage,
-                                             promoted_stage, second_stage)
+                                             promotion, ranking_source, screened_dim,
+                                             second_stage)
 from pauc_backend.models.auto.store import HeldOutStore
 from pauc_backend.models.systems import (base_system, dim_free, parse_candidate,
                                          trained_parameters)
@@ -64,9 +64,6 @@ class CrossFit:
 
     def train_rows(self, fold):
         return self.plan.train_rows(fold)
-
-    def adapt_rows(self, fold):
-        return self.plan.adapt_rows(fold)
 
     def held_out(self, fold, vectors):
         return self.plan.held_out(fold, vectors)
@@ -283,27 +280,17 @@ class CrossFit:
         """The source that ranks the screenings (module doc), decided on first use (raw
         cosine and the centred cosine are rated in the first stage)."""
         if self._ranking is None:
-            self._ranking = TRAINING_FOLDS
-            for name in IN_DOMAIN:
-                if name not in self.sets:
-                    continue
-                rows = list(self.set_rows[name].values()) + self.screen_set_rows[name]
-                rows = [r for r in rows if r is not None]
-                cosine = [i for i, r in enumerate(rows) if r["candidate"] == "cosine_raw"
-                          or (r["candidate"] == "cosine_centred" and not r["lda_dim"])]
-                ok, why = Evidence(name, rows).trust(cosine)
-                if ok:
-                    self._ranking = name
-                    break
+            self._ranking, untrusted = ranking_source(
+                {name: list(self.set_rows[name].values()) + self.screen_set_rows[name]
+                 for name in self.sets})
+            for why in untrusted:
                 self.reporter.warn("%s; they rate no candidate" % why)
             self.reporter.log("The %s rank the candidates of the screenings" % self._ranking)
         return self._ranking
 
     def _screened_dim(self):
-        """The LDA dimension where the other systems are cross-fitted: that of the cheap
-        system kept by the selection rule among the cheap systems' ratings on the ranking
-        source (with "1se", the simplest dimension within one standard error of the best;
-        models.auto.selection), and the line for system.txt that says why."""
+        """The LDA dimension promoted by the screening of stage 1 (policy.screened_dim, on
+        the cheap systems' rows from the ranking source) and the line for system.txt."""
         rated = self.screen_rows
         if not rated:
             raise ValueError("PLDA and cosine could not be trained at any LDA dimension")
@@ -315,26 +302,13 @@ class CrossFit:
             rated = [rated[i] for i in keep]
             evidence = self.set_evidence(source, [self.screen_set_rows[source][i]
                                                   for i in keep])
-        labels = [(r["candidate"], r["lda_dim"]) for r in rated]
-        kept, verdict = selection.choose(labels, [evidence], self.complexity(rated),
-                                         self.settings.selection, check_trust=False)
-        best, row = rated[verdict["best"]], rated[kept]
-        where = PREFIX[source]
-        figure = verdict["means"]
-        if kept == verdict["best"]:
-            why = ("%s has the best %s pAUC of the cheap systems (%.4f)"
-                   % (row["candidate"], where, figure[kept]))
-        else:
-            diff, se = evidence.paired(verdict["best"], kept)
-            why = ("%s (%.4f) is the simplest of the cheap systems within one standard error "
-                   "of the best %s pAUC, %s at LDA %s (%.4f, %.4f +- %.4f better)"
-                   % (row["candidate"], figure[kept], where, best["candidate"],
-                      dim_label(best["lda_dim"]), figure[verdict["best"]], diff, se))
+        dim, why = screened_dim(rated, evidence, self.complexity(rated),
+                                self.settings.selection, source)
         self.reporter.log("LDA %s: %s; the other systems are cross-fitted there"
-                          % (dim_label(row["lda_dim"]), why))
-        return row["lda_dim"], "screened_lda_dims %s with %s; promoted LDA %s: %s" % (
+                          % (dim_label(dim), why))
+        return dim, "screened_lda_dims %s with %s; promoted LDA %s: %s" % (
             ",".join(dim_label(d) for d in self.dims), ",".join(self.stages[1].systems),
-            dim_label(row["lda_dim"]), why)
+            dim_label(dim), why)
 
     def evidence(self, rows=None):
         """The Evidence of the training folds (models.auto.evidence) of ``rows`` (None: the
@@ -367,45 +341,17 @@ class CrossFit:
                 for r in rows]
 
     def _promote(self, screen):
-        """Successive halving: the best 1/screen_factor of the candidates rated at the
-        screened dimension(s), by mean held-out pAUC on the screening folds, are promoted:
-        the next stage cross-fits their systems on the other folds (none: nothing). Returns
-        that stage and the line for system.txt that says what was promoted."""
-        factor = int(self.settings.screen_factor)
-        folds = list(screen.folds)
-        rows = [r for r in self.rows_at(dims=set(screen.dims))
-                if not dim_free(parse_candidate(r["candidate"]))]
-        rows = [r for r in rows if r["budget"] == "screen"
-                or ((r["candidate"], r["lda_dim"], "screen") not in self.rows)]
-        mean = {id(r): np.mean([r["folds"][i if r["budget"] == "screen" else k]["pauc"]
-                                for i, k in enumerate(folds)]) for r in rows}
+        """The stage after the candidate screening ``screen`` (policy.promotion) and the
+        line for system.txt that says what was promoted."""
         source = self.ranking()
-        if source != TRAINING_FOLDS:      # an in-domain trial set ranks: its pAUC
-            got = {id(r): self.set_rows[source].get((r["candidate"], r["lda_dim"],
-                                                      r["budget"])) for r in rows}
-            mean = {i: (-np.inf if d is None else d["pauc"]) for i, d in got.items()}
-        count = max(1, -(-len(rows) // factor))
-        top = sorted(rows, key=lambda r: -mean[id(r)])[:count]
-        promoted = [r for r in top if r["budget"] == "screen"]
-        names = tuple(dict.fromkeys(r["candidate"] for r in promoted))
-        line = ("%d candidates rated at LDA %s on folds %s; the best %d (1/%d) by %s "
-                "pAUC there: %s" % (len(rows), ",".join(dim_label(d) for d in screen.dims),
-                                    ",".join(str(k + 1) for k in folds), count, factor,
-                                    PREFIX[source],
-                                    ", ".join(
-                                        "%s %.4f" % (r["candidate"], mean[id(r)]) for r in top)))
-        line += ("; promoted to the other folds: %s" % ", ".join(names) if names else
-                 "; every one of them is already rated on every fold: nothing more to "
-                 "cross-fit")
-        self.reporter.log("Screening: " + line)
-        # dimension-free systems (raw cosine) are not screened: the other folds complete them
         free = tuple(m for m in self.needed if dim_free((m,))
                      and not self.store.has_figures(screen.dims[0], m))
-        dims = sorted({r["score_dim"] for r in promoted}) or list(screen.dims[:1] if free
-                                                                 else ())
-        lambdas = None if self.dplda_lambda is None else (self.dplda_lambda,)
-        return (promoted_stage(self.settings, self, names, dims, lambdas, free),
-                "screening " + line)
+        stage, line = promotion(
+            self.settings, self, screen, self.rows_at(dims=set(screen.dims)), self.rows,
+            source, None if source == TRAINING_FOLDS else self.set_rows[source], free,
+            None if self.dplda_lambda is None else (self.dplda_lambda,))
+        self.reporter.log("Screening: " + line)
+        return stage, "screening " + line
 
     def release(self):
         """Drop every held-out score, in-domain score and cross-fitting datum (the choice is

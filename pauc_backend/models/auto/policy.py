@@ -41,6 +41,11 @@ iterations each, mini-batches of batch_size speakers) and the discriminative PLD
 training grid bounded by its own max_test), on the other folds only what the promoted
 candidates need; plus fusions rated on <= max_rating_fusion_trials trials. None grows with
 the corpus.
+
+The promotions between the stages are decided here from the rows the cross-fitting
+(models.auto.crossfit) rated: the source that ranks the screenings (``ranking_source``), the
+dimension stage 1 promotes (``screened_dim``) and the candidates stage 2 promotes
+(``promotion``).
 """
 
 import math
@@ -48,10 +53,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pauc_backend.models.systems import dim_free, system, base_system
+from pauc_backend.models.auto import selection
+from pauc_backend.models.auto.evidence import IN_DOMAIN, PREFIX, TRAINING_FOLDS, Evidence
+from pauc_backend.models.auto.folds import dim_label
+from pauc_backend.models.systems import dim_free, system, base_system, parse_candidate
 from pauc_backend.models.crossfit import HeldOutTrials, crossfit_rows, speaker_folds
 
-__all__ = ["Stage", "CrossFitPlan", "make_plan", "screen_folds"]
+__all__ = ["Stage", "CrossFitPlan", "make_plan", "screen_folds", "ranking_source",
+           "screened_dim", "promotion"]
 
 
 @dataclass
@@ -218,6 +227,89 @@ def promoted_stage(settings, plan, promoted, dims, lambdas, free=()):
     return Stage("promoted candidates on the other folds", list(dims) if systems else [],
                  systems, tuple(k for k in settings.every_fold if k not in screened),
                  frozenset(systems), lambdas)
+
+
+def ranking_source(rows_by_source):
+    """The source that ranks the screenings: the first in-domain trial set (IN_DOMAIN order)
+    of ``rows_by_source`` ({source: its rows, None for a candidate it does not rate}) whose
+    evidence can be trusted (Evidence.trust, against raw cosine and the centred cosine at LDA
+    none), else TRAINING_FOLDS. Returns (that source, why each set passed over is not
+    trusted)."""
+    untrusted = []
+    for name in IN_DOMAIN:
+        if name not in rows_by_source:
+            continue
+        rows = [r for r in rows_by_source[name] if r is not None]
+        cosine = [i for i, r in enumerate(rows) if r["candidate"] == "cosine_raw"
+                  or (r["candidate"] == "cosine_centred" and not r["lda_dim"])]
+        ok, why = Evidence(name, rows).trust(cosine)
+        if ok:
+            return name, untrusted
+        untrusted.append(why)
+    return TRAINING_FOLDS, untrusted
+
+
+def screened_dim(rated, evidence, complexity, rule, source):
+    """The LDA dimension where the other systems are cross-fitted: that of the cheap system
+    kept by the selection rule ``rule`` among ``rated`` (the cheap systems' rows at each
+    screened dimension), on their ``evidence`` from the ranking ``source``, with
+    ``complexity`` (their trained parameters; with "1se", the simplest dimension within one
+    standard error of the best; models.auto.selection). Returns (that dimension, why, one
+    sentence)."""
+    labels = [(r["candidate"], r["lda_dim"]) for r in rated]
+    kept, verdict = selection.choose(labels, [evidence], complexity, rule, check_trust=False)
+    best, row = rated[verdict["best"]], rated[kept]
+    where = PREFIX[source]
+    figure = verdict["means"]
+    if kept == verdict["best"]:
+        why = ("%s has the best %s pAUC of the cheap systems (%.4f)"
+               % (row["candidate"], where, figure[kept]))
+    else:
+        diff, se = evidence.paired(verdict["best"], kept)
+        why = ("%s (%.4f) is the simplest of the cheap systems within one standard error "
+               "of the best %s pAUC, %s at LDA %s (%.4f, %.4f +- %.4f better)"
+               % (row["candidate"], figure[kept], where, best["candidate"],
+                  dim_label(best["lda_dim"]), figure[verdict["best"]], diff, se))
+    return row["lda_dim"], why
+
+
+def promotion(settings, plan, screen, rows, rated, source, source_rows, free, lambdas):
+    """Successive halving after the candidate screening ``screen``: the best
+    1/screen_factor of the candidates rated at the screened dimension(s) (``rows``, the rated
+    rows there; ``rated``: every rated row's (candidate, lda_dim, budget)), by mean held-out
+    pAUC on the screening folds, or, when an in-domain trial set ranks (``source``), by its
+    pAUC in ``source_rows`` (keyed as ``rated``), are promoted: the next stage cross-fits
+    their systems on the other folds, with the dimension-free systems ``free`` and the
+    discriminative PLDA's ``lambdas`` (none promoted: nothing). Returns that stage and the
+    line that says what was promoted."""
+    factor = int(settings.screen_factor)
+    folds = list(screen.folds)
+    rows = [r for r in rows if not dim_free(parse_candidate(r["candidate"]))]
+    rows = [r for r in rows if r["budget"] == "screen"
+            or ((r["candidate"], r["lda_dim"], "screen") not in rated)]
+    mean = {id(r): np.mean([r["folds"][i if r["budget"] == "screen" else k]["pauc"]
+                            for i, k in enumerate(folds)]) for r in rows}
+    if source != TRAINING_FOLDS:      # an in-domain trial set ranks: its pAUC
+        got = {id(r): source_rows.get((r["candidate"], r["lda_dim"], r["budget"]))
+               for r in rows}
+        mean = {i: (-np.inf if d is None else d["pauc"]) for i, d in got.items()}
+    count = max(1, -(-len(rows) // factor))
+    top = sorted(rows, key=lambda r: -mean[id(r)])[:count]
+    promoted = [r for r in top if r["budget"] == "screen"]
+    names = tuple(dict.fromkeys(r["candidate"] for r in promoted))
+    line = ("%d candidates rated at LDA %s on folds %s; the best %d (1/%d) by %s "
+            "pAUC there: %s" % (len(rows), ",".join(dim_label(d) for d in screen.dims),
+                                ",".join(str(k + 1) for k in folds), count, factor,
+                                PREFIX[source],
+                                ", ".join("%s %.4f" % (r["candidate"], mean[id(r)])
+                                          for r in top)))
+    line += ("; promoted to the other folds: %s" % ", ".join(names) if names else
+             "; every one of them is already rated on every fold: nothing more to "
+             "cross-fit")
+    # dimension-free systems (raw cosine) are not screened: the other folds complete them
+    dims = sorted({r["score_dim"] for r in promoted}) or list(screen.dims[:1] if free
+                                                             else ())
+    return promoted_stage(settings, plan, names, dims, lambdas, free), line
 
 
 SCREEN_DIMS = "screen LDA dimensions"
